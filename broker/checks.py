@@ -1,0 +1,1 @@
+"""System checks for stored businesses (filled in by the business loader work)."""

@@ -1,0 +1,302 @@
+"""The bus's records. The database carries the invariants (SPEC §3).
+
+Message, Event, ThreadOpen, TrailRow and Decision are append-only: triggers installed by
+migration 0002 refuse UPDATE and DELETE (and TRUNCATE on PostgreSQL), so no code path — ORM,
+bulk or raw SQL — can rewrite the record. A Task's request must be a `human.input` event (R15),
+refused by the database too.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+from django.db.models import Q
+
+# Addresses on the bus that are never an instance's name.
+HUMAN = "human"
+TESTER = "tester"
+RESERVED_ADDRESSES = (HUMAN, TESTER)
+
+
+class EventKind(models.TextChoices):
+    HUMAN_INPUT = "human.input"
+    TASK_CREATED = "task.created"
+    CLAIM_OPENED = "claim.opened"
+    CLAIM_ENDED = "claim.ended"
+    INSTANCE_ENDED = "instance.ended"
+    DECISION_CREATED = "decision.created"
+
+
+class MessageClass(models.TextChoices):
+    REQUEST = "REQUEST"  # a human's or tester's turn
+    RESULT = "RESULT"  # a run's reply
+    NOTICE = "NOTICE"
+    MESSAGE = "MESSAGE"
+
+
+class Business(models.Model):
+    slug = models.SlugField(max_length=100, unique=True)
+    # Username of the business's one human; one business per human.
+    human = models.CharField(max_length=150, unique=True)
+    tester_enabled = models.BooleanField(default=True)
+    # Instance a new thread talks to when the caller names none.
+    default_instance = models.CharField(max_length=100, default="assistant")
+
+    class Meta:
+        verbose_name_plural = "businesses"
+        constraints = [
+            # R4: the human and the tester must never share an owner.
+            models.CheckConstraint(condition=~Q(human=TESTER), name="business_human_not_tester"),
+            models.CheckConstraint(condition=~Q(human=""), name="business_human_not_empty"),
+        ]
+
+    def __str__(self) -> str:
+        return self.slug
+
+
+class RoleDefinition(models.Model):
+    """A role's messaging lists. No list names `tester` (R5): loader, check and boot refuse it."""
+
+    business = models.ForeignKey(Business, on_delete=models.CASCADE, related_name="roles")
+    name = models.CharField(max_length=100)
+    receive_from = models.JSONField(default=list)
+    send_to = models.JSONField(default=list)
+    cross_role = models.JSONField(default=list)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["business", "name"], name="role_unique_per_business"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Instance(models.Model):
+    business = models.ForeignKey(Business, on_delete=models.CASCADE, related_name="instances")
+    name = models.CharField(max_length=100)
+    role = models.ForeignKey(RoleDefinition, on_delete=models.PROTECT, related_name="instances")
+    ended_at = models.DateTimeField(null=True, blank=True)
+    ended_by = models.CharField(max_length=150, blank=True, default="")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["business", "name"], name="instance_unique_per_business"
+            ),
+            # An instance's name is its address on the bus: never `human` or `tester`.
+            models.CheckConstraint(
+                condition=~Q(name__in=RESERVED_ADDRESSES) & ~Q(name=""),
+                name="instance_name_not_reserved",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Project(models.Model):
+    business = models.ForeignKey(Business, on_delete=models.PROTECT, related_name="projects")
+    name = models.CharField(max_length=200)
+    created_by = models.CharField(max_length=150)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["business", "name"], name="project_unique_per_business"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Thread(models.Model):
+    project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="threads")
+    name = models.CharField(max_length=200)
+    # `tester` or the human's username (R2).
+    owner = models.CharField(max_length=150)
+    instance = models.ForeignKey(Instance, on_delete=models.PROTECT, related_name="threads")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            # R18: unique per project, not per owner — the accepted leak.
+            models.UniqueConstraint(fields=["project", "name"], name="thread_unique_per_project"),
+            models.CheckConstraint(condition=~Q(owner=""), name="thread_owner_not_empty"),
+        ]
+        indexes = [models.Index(fields=["owner", "project"], name="thread_owner_project")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class ThreadOpen(models.Model):
+    """Append-only: who opened which thread, when."""
+
+    thread = models.ForeignKey(Thread, on_delete=models.PROTECT, related_name="opens")
+    by = models.CharField(max_length=150)
+    at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.CheckConstraint(condition=~Q(by=""), name="thread_open_by_not_empty")]
+
+    def __str__(self) -> str:
+        return f"{self.by} opened thread {self.thread_id}"
+
+
+class Event(models.Model):
+    """Append-only business events; the kind is a closed set."""
+
+    business = models.ForeignKey(Business, on_delete=models.PROTECT, related_name="events")
+    kind = models.CharField(max_length=40, choices=EventKind.choices)
+    body = models.JSONField(default=dict)
+    at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(condition=Q(kind__in=EventKind.values), name="event_kind_known"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} #{self.pk}"
+
+
+class ThreadClaim(models.Model):
+    """A run's lease on a thread. At most one open claim per thread."""
+
+    thread = models.ForeignKey(Thread, on_delete=models.PROTECT, related_name="claims")
+    run = models.CharField(max_length=100)
+    instance = models.ForeignKey(Instance, on_delete=models.PROTECT, related_name="claims")
+    claimed_at = models.DateTimeField(auto_now_add=True)
+    lease_expires_at = models.DateTimeField()
+    ended_at = models.DateTimeField(null=True, blank=True)
+    ended_by = models.CharField(max_length=150, blank=True, default="")
+    end_reason = models.CharField(max_length=200, blank=True, default="")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["thread"],
+                condition=Q(ended_at__isnull=True),
+                name="one_open_claim_per_thread",
+            ),
+            models.CheckConstraint(condition=~Q(run=""), name="claim_run_not_empty"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.run} on thread {self.thread_id}"
+
+    @property
+    def is_open(self) -> bool:
+        return self.ended_at is None
+
+
+class Message(models.Model):
+    """Append-only. A thread's message has the thread's instance at one end (trigger)."""
+
+    business = models.ForeignKey(Business, on_delete=models.PROTECT, related_name="messages")
+    thread = models.ForeignKey(
+        Thread, on_delete=models.PROTECT, null=True, blank=True, related_name="messages"
+    )
+    from_role = models.CharField(max_length=100)
+    from_run = models.CharField(max_length=100)
+    to_role = models.CharField(max_length=100)
+    message_class = models.CharField(max_length=10, choices=MessageClass.choices, db_column="class")
+    body = models.TextField()
+    in_reply_to = models.ForeignKey(
+        "self", on_delete=models.PROTECT, null=True, blank=True, related_name="replies"
+    )
+    request = models.ForeignKey(
+        Event, on_delete=models.PROTECT, null=True, blank=True, related_name="messages"
+    )
+    # The run that held the thread's claim when the message was routed (none: null).
+    holder = models.CharField(max_length=100, blank=True, default="")
+    # The claim a run's write named (R12); null for human and tester turns.
+    claim = models.ForeignKey(
+        ThreadClaim, on_delete=models.PROTECT, null=True, blank=True, related_name="messages"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(message_class__in=MessageClass.values), name="message_class_known"
+            ),
+            # Exactly one reply per message, whatever the runners do.
+            models.UniqueConstraint(
+                fields=["in_reply_to"],
+                condition=Q(message_class=MessageClass.RESULT),
+                name="one_result_per_message",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["business", "to_role", "id"], name="message_inbox"),
+            models.Index(fields=["thread", "id"], name="message_thread"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.from_role} to {self.to_role} #{self.pk}"
+
+
+class TrailRow(models.Model):
+    """Append-only: one row per bus event a Console shows (R16 labels). Own id sequence."""
+
+    business = models.ForeignKey(Business, on_delete=models.PROTECT, related_name="trail")
+    thread = models.ForeignKey(
+        Thread, on_delete=models.PROTECT, null=True, blank=True, related_name="trail"
+    )
+    message = models.ForeignKey(
+        Message, on_delete=models.PROTECT, null=True, blank=True, related_name="trail"
+    )
+    from_role = models.CharField(max_length=100)
+    from_run = models.CharField(max_length=100)
+    to_role = models.CharField(max_length=100)
+    actor_role = models.CharField(max_length=100)
+    actor_run = models.CharField(max_length=100)
+    text = models.TextField()
+    # R20: the tester's trail holds only rows of its own threads or with it at one end.
+    tester_visible = models.BooleanField(default=False)
+    at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["business", "id"], name="trail_business"),
+            models.Index(fields=["business", "tester_visible", "id"], name="trail_tester"),
+        ]
+
+    def __str__(self) -> str:
+        return self.text[:80]
+
+
+class Task(models.Model):
+    """A task a run created from a human's request (R15: the request is a `human.input`)."""
+
+    business = models.ForeignKey(Business, on_delete=models.PROTECT, related_name="tasks")
+    request = models.ForeignKey(Event, on_delete=models.PROTECT, related_name="tasks")
+    title = models.CharField(max_length=200)
+    created_by_run = models.CharField(max_length=100)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.title
+
+
+class Decision(models.Model):
+    """Append-only: a decision a run routed to the human's inbox (R19)."""
+
+    business = models.ForeignKey(Business, on_delete=models.PROTECT, related_name="decisions")
+    thread = models.ForeignKey(
+        Thread, on_delete=models.PROTECT, null=True, blank=True, related_name="decisions"
+    )
+    claim = models.ForeignKey(
+        ThreadClaim, on_delete=models.PROTECT, null=True, blank=True, related_name="decisions"
+    )
+    from_role = models.CharField(max_length=100)
+    from_run = models.CharField(max_length=100)
+    route_to = models.CharField(max_length=100)
+    body = models.TextField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.from_role} to {self.route_to} #{self.pk}"

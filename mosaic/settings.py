@@ -1,0 +1,137 @@
+"""Mosaic bus settings, read from the environment (django-environ).
+
+Our own names start with MOSAIC_. Every variable has an embedded default, so a fresh
+clone runs on SQLite and the in-memory channel layer with nothing set.
+"""
+
+from pathlib import Path
+
+import environ
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+env = environ.Env()
+environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
+
+DEBUG = env.bool("DEBUG", default=False)
+# The embedded default generates nothing secret on disk; production sets SECRET_KEY.
+SECRET_KEY = env.str("SECRET_KEY", default="mosaic-embedded-default-not-for-production")
+
+MOSAIC_HUMAN_PORT = env.int("MOSAIC_HUMAN_PORT", default=7332)
+MOSAIC_TESTER_PORT = env.int("MOSAIC_TESTER_PORT", default=7333)
+MOSAIC_HUMAN_ORIGINS = env.list(
+    "MOSAIC_HUMAN_ORIGINS",
+    default=[
+        f"http://127.0.0.1:{MOSAIC_HUMAN_PORT}",
+        f"http://localhost:{MOSAIC_HUMAN_PORT}",
+    ],
+)
+MOSAIC_CONSOLE_SEND = env.bool("MOSAIC_CONSOLE_SEND", default=True)
+MOSAIC_PROXY_USER_HEADER = env.str("MOSAIC_PROXY_USER_HEADER", default="")
+MOSAIC_TRUSTED_PROXIES = env.list("MOSAIC_TRUSTED_PROXIES", default=[])
+MOSAIC_NAME_MAX = env.int("MOSAIC_NAME_MAX", default=200)
+MOSAIC_BODY_MAX = env.int("MOSAIC_BODY_MAX", default=32_000)
+MOSAIC_CLAIM_LEASE_SECONDS = env.float("MOSAIC_CLAIM_LEASE_SECONDS", default=30.0)
+
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost"])
+CSRF_TRUSTED_ORIGINS = MOSAIC_HUMAN_ORIGINS
+
+INSTALLED_APPS = [
+    # broker first: its management commands (flush) take precedence over Django's.
+    "broker",
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "channels",
+    "rest_framework",
+    "chat",
+    "tester",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "mosaic.urls"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+ASGI_APPLICATION = "mosaic.asgi.application"
+
+DATABASES = {
+    "default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'mosaic.sqlite3'}"),
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # Concurrent writers: WAL lets readers run beside the writer, and IMMEDIATE takes the
+    # write lock at BEGIN so two writers queue instead of failing mid-transaction.
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {
+            "transaction_mode": "IMMEDIATE",
+            "timeout": 20,
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        }
+    )
+    DATABASES["default"]["TEST"] = {"NAME": None}
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+REDIS_URL = env.str("REDIS_URL", default="")
+if REDIS_URL:
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {
+                # redis-py 8 made socket_timeout default to 5 s, shorter than the layer's
+                # blocking read: idle consumers would be torn down (channels_redis#422).
+                "hosts": [{"address": REDIS_URL, "socket_timeout": None}],
+            },
+        }
+    }
+else:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = BASE_DIR / "staticfiles"
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "loggers": {
+        "mosaic": {"handlers": ["console"], "level": env.str("MOSAIC_LOG_LEVEL", default="INFO")},
+    },
+}
