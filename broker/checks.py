@@ -1,1 +1,82 @@
-"""System checks for stored businesses (filled in by the business loader work)."""
+"""System checks for stored businesses: R4 (`mosaic.E001`) and R5 (`mosaic.E002`).
+
+Registered without the `database` tag so a plain `manage.py check` runs them: these invariants
+are about what is stored. Checks do not run under an ASGI server, so `broker.boot` raises on the
+same problems at start-up; both read them from `stored_business_problems`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from django.apps import AppConfig
+from django.core import checks
+from django.db import connection
+
+from broker.business_file import business_rule_refusal, role_rule_refusal
+from broker.models import Business, RoleDefinition
+from broker.policy import RoleLists
+
+E001 = "mosaic.E001"
+E002 = "mosaic.E002"
+
+
+@checks.register()
+def check_stored_businesses(
+    app_configs: Sequence[AppConfig] | None, **kwargs: Any
+) -> list[checks.CheckMessage]:
+    """R4 and R5 over every stored business and role definition."""
+    if app_configs is not None and not any(config.label == "broker" for config in app_configs):
+        return []
+    return list(stored_business_problems())
+
+
+def stored_business_problems() -> Iterator[checks.Error]:
+    """Every stored business or role definition that R4 or R5 refuses, as check errors."""
+    # Before the first `migrate` there is nothing stored to refuse, and refusing would keep
+    # `migrate` itself from creating the tables.
+    tables = set(connection.introspection.table_names())
+    if not {Business._meta.db_table, RoleDefinition._meta.db_table} <= tables:
+        return
+    for business in Business.objects.order_by("slug"):
+        refusal = business_rule_refusal(slug=business.slug, human=business.human)
+        if refusal is not None:
+            yield checks.Error(
+                refusal.detail,
+                hint=(
+                    f"Give business '{business.slug}' its human's own username in its business "
+                    "file and load it again (manage.py loadbusiness)."
+                ),
+                obj=business,
+                id=E001,
+            )
+    for role in RoleDefinition.objects.select_related("business").order_by(
+        "business__slug", "name"
+    ):
+        lists = RoleLists.of(
+            receive_from=_stored_names(role.receive_from),
+            send_to=_stored_names(role.send_to),
+            cross_role=_stored_names(role.cross_role),
+        )
+        refusal = role_rule_refusal(slug=role.business.slug, role=role.name, lists=lists)
+        if refusal is not None:
+            yield checks.Error(
+                refusal.detail,
+                hint=(
+                    f"Remove 'tester' from role '{role.name}' of business "
+                    f"'{role.business.slug}': in a tester-owned thread the lists read the "
+                    "tester as 'human' (R9)."
+                ),
+                obj=role,
+                id=E002,
+            )
+
+
+def _stored_names(value: object) -> list[str]:
+    """A stored list as names. A bare string counts as a one-name list, so it cannot hide one."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        return [entry for entry in value if isinstance(entry, str)]
+    return []

@@ -75,8 +75,6 @@ class Instance(models.Model):
     business = models.ForeignKey(Business, on_delete=models.CASCADE, related_name="instances")
     name = models.CharField(max_length=100)
     role = models.ForeignKey(RoleDefinition, on_delete=models.PROTECT, related_name="instances")
-    ended_at = models.DateTimeField(null=True, blank=True)
-    ended_by = models.CharField(max_length=150, blank=True, default="")
 
     class Meta:
         constraints = [

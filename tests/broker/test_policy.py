@@ -97,8 +97,7 @@ def test_reply_refusal_r10(
     recipient: str, in_reply_to_sender: str | None, expected: str | None
 ) -> None:
     assert (
-        policy.reply_refusal(recipient=recipient, in_reply_to_sender=in_reply_to_sender)
-        == expected
+        policy.reply_refusal(recipient=recipient, in_reply_to_sender=in_reply_to_sender) == expected
     )
 
 

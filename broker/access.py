@@ -1,0 +1,176 @@
+"""`access_*` functions fetch a record and authorise the actor for it, or refuse.
+
+Every broker verb is declared with `@verb`, which applies R22 and the tester switch before the
+verb runs and logs each refusal to `mosaic.security` (code and actor, never content).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Concatenate, ParamSpec, TypeVar
+
+from django.conf import settings
+from django.utils import timezone
+
+from broker import policy, refusals
+from broker.actors import Actor, ActorKind
+from broker.models import Business, Instance, Message, Thread, ThreadClaim
+from broker.policy import RoleLists
+from broker.refusals import Refusal
+
+security_log = logging.getLogger("mosaic.security")
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+# Every verb of the broker and the kinds of actor it serves; R22's list is in policy.
+VERBS: dict[str, frozenset[ActorKind]] = {}
+
+
+def verb(
+    name: str, *kinds: ActorKind
+) -> Callable[[Callable[Concatenate[Actor, P], R]], Callable[Concatenate[Actor, P], R]]:
+    """Declare a broker verb served to `kinds` of actor."""
+    allowed = frozenset(kinds)
+
+    def decorate(func: Callable[Concatenate[Actor, P], R]) -> Callable[Concatenate[Actor, P], R]:
+        @functools.wraps(func)
+        def checked(actor: Actor, /, *args: P.args, **kwargs: P.kwargs) -> R:
+            try:
+                access_verb(actor, name, allowed)
+                return func(actor, *args, **kwargs)
+            except Refusal as refusal:
+                security_log.info(
+                    "refused verb=%s code=%s actor=%s business=%s",
+                    name,
+                    refusal.code,
+                    actor,
+                    actor.business_id,
+                )
+                raise
+
+        VERBS[name] = allowed
+        return checked
+
+    return decorate
+
+
+def access_verb(actor: Actor, name: str, allowed: frozenset[ActorKind]) -> None:
+    """Refuse a verb the actor may not call (R22), and every tester call while it is off."""
+    code = policy.verb_refusal(actor, name, allowed)
+    if code is not None:
+        raise Refusal(code, f"{name} is not available to the {actor.kind.value}.")
+    if (
+        actor.is_tester
+        and not Business.objects.filter(pk=actor.business_id, tester_enabled=True).exists()
+    ):
+        raise Refusal(refusals.TESTER_OFF, "The tester is off for this business.")
+
+
+def access_human_actor(*, username: str) -> Actor:
+    """The human actor for a signed-in user: the human of exactly one business."""
+    business = Business.objects.filter(human=username).first()
+    if business is None or not username:
+        raise Refusal(refusals.NOT_AUTHENTICATED, "This user is not the human of a business.")
+    return Actor.human(business_id=business.pk, username=username)
+
+
+def access_tester_actor(*, business_slug: str) -> Actor:
+    """The tester actor of a business, built on its own (L5); refused while the tester is off."""
+    business = Business.objects.filter(slug=business_slug).first()
+    if business is None:
+        raise Refusal(refusals.NOT_FOUND, "No such business.")
+    if not business.tester_enabled:
+        raise Refusal(refusals.TESTER_OFF, "The tester is off for this business.")
+    return Actor.tester(business_id=business.pk)
+
+
+def access_thread(actor: Actor, *, thread_id: int, lock: bool = False) -> Thread:
+    """R1: the actor's own thread, or a refusal. The one owner check for every thread verb.
+
+    A thread of another business is `not-found`, as a missing one: nothing is revealed across
+    businesses. Within the business the other side's thread is `thread-not-owned` (SPEC R1).
+    """
+    threads = Thread.objects.select_related("project", "instance__role")
+    if lock:
+        threads = threads.select_for_update(of=("self",))
+    thread = threads.filter(pk=thread_id, project__business_id=actor.business_id).first()
+    if thread is None:
+        raise Refusal(refusals.NOT_FOUND, "No such thread.")
+    if thread.owner != policy.owner(actor):
+        raise Refusal(refusals.THREAD_NOT_OWNED, "This thread belongs to someone else.")
+    return thread
+
+
+def access_claim(actor: Actor, *, claim_id: int) -> ThreadClaim:
+    """The run's own open claim, locked; a claim that ended or whose lease ran out refuses.
+
+    Every write a run makes names its claim and comes through here, so a stopped, revoked or
+    expired run can write nothing (`claim-ended`).
+    """
+    claim = (
+        ThreadClaim.objects.select_for_update(of=("self",))
+        .select_related("thread__project", "thread__instance")
+        .filter(
+            pk=claim_id,
+            run=actor.run,
+            instance__name=actor.role,
+            instance__business_id=actor.business_id,
+        )
+        .first()
+    )
+    if claim is None:
+        raise Refusal(refusals.NOT_FOUND, "No such claim for this run.")
+    if claim.ended_at is not None:
+        raise Refusal(refusals.CLAIM_ENDED, f"The claim ended: {claim.end_reason}.")
+    if claim.lease_expires_at <= timezone.now():
+        raise Refusal(refusals.CLAIM_ENDED, "The claim's lease ran out.")
+    return claim
+
+
+def access_message(actor: Actor, *, message_id: int) -> Message:
+    """A message of the actor's business, by id (what a reply may name as in_reply_to)."""
+    message = Message.objects.filter(pk=message_id, business_id=actor.business_id).first()
+    if message is None:
+        raise Refusal(refusals.NOT_FOUND, "No such message.")
+    return message
+
+
+def access_instance(actor: Actor, *, name: str) -> Instance:
+    instance = Instance.objects.filter(business_id=actor.business_id, name=name).first()
+    if instance is None:
+        raise Refusal(refusals.NOT_FOUND, f"No instance named {name!r}.")
+    return instance
+
+
+def roles_of(business_id: int) -> dict[str, RoleLists]:
+    """Each instance's address mapped to its role's lists, as the messaging check reads them."""
+    return {
+        instance.name: RoleLists.of(
+            receive_from=instance.role.receive_from,
+            send_to=instance.role.send_to,
+            cross_role=instance.role.cross_role,
+        )
+        for instance in Instance.objects.filter(business_id=business_id).select_related("role")
+    }
+
+
+def check_messaging(
+    actor: Actor, *, sender: str, recipient: str, thread_owner: str | None
+) -> dict[str, RoleLists]:
+    """Refuse a message the lists do not allow (R8–R11); returns the lists it read."""
+    roles = roles_of(actor.business_id)
+    code = policy.messaging_refusal(
+        sender=sender, recipient=recipient, roles=roles, thread_owner=thread_owner
+    )
+    if code is not None:
+        raise Refusal(code, f"{sender} may not message {recipient} here.")
+    return roles
+
+
+def lease_deadline() -> datetime:
+    seconds: float = settings.MOSAIC_CLAIM_LEASE_SECONDS
+    return timezone.now() + timedelta(seconds=seconds)

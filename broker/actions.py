@@ -1,0 +1,540 @@
+"""The broker's writes. Each public verb checks, then stores, atomically.
+
+Verbs take the actor first and everything else by keyword. Each locks what it races on and
+pushes to the channel layer only after commit (`broker.events`). Helpers named `do_*` are
+trusted: they state their preconditions and check nothing themselves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db import IntegrityError, transaction
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from broker import events, fields, policy, refusals
+from broker.access import (
+    access_claim,
+    access_instance,
+    access_message,
+    access_thread,
+    check_messaging,
+    lease_deadline,
+    verb,
+)
+from broker.actors import Actor, ActorKind
+from broker.models import (
+    HUMAN,
+    Business,
+    Decision,
+    Event,
+    EventKind,
+    Message,
+    MessageClass,
+    Project,
+    Task,
+    Thread,
+    ThreadClaim,
+    ThreadOpen,
+    TrailRow,
+)
+from broker.refusals import Refusal
+
+HUMAN_KIND = ActorKind.HUMAN
+TESTER_KIND = ActorKind.TESTER
+RUN_KIND = ActorKind.RUN
+
+
+@dataclass(frozen=True)
+class SentTurn:
+    """A human's or tester's turn in a thread; `request` is the `human.input` id or None (R7)."""
+
+    message: Message
+    request: int | None
+
+
+# --- trusted helpers ---------------------------------------------------------------------
+
+
+def do_record_trail(
+    *,
+    business_id: int,
+    thread: Thread | None,
+    message: Message | None,
+    from_role: str,
+    from_run: str,
+    to_role: str,
+    actor: Actor,
+    text: str,
+) -> TrailRow:
+    """Store one trail row labelled per R16 and nudge the trail after commit.
+
+    Precondition: inside the transaction that stores what the row describes.
+    """
+    row = TrailRow.objects.create(
+        business_id=business_id,
+        thread=thread,
+        message=message,
+        from_role=from_role,
+        from_run=from_run,
+        to_role=to_role,
+        actor_role=actor.role,
+        actor_run=actor.run,
+        text=f"{policy.trail_label(from_role=from_role, to_role=to_role)}: {text}",
+        tester_visible=policy.tester_sees(
+            thread_owner=thread.owner if thread else None, from_role=from_role, to_role=to_role
+        ),
+    )
+    events.push_after_commit(
+        events.trail_group(business_id), type=events.TRAIL_NUDGE, row_id=row.pk
+    )
+    return row
+
+
+def do_record_message(
+    actor: Actor,
+    *,
+    thread: Thread | None,
+    to_role: str,
+    message_class: str,
+    body: str,
+    in_reply_to: Message | None = None,
+    request: Event | None = None,
+    claim: ThreadClaim | None = None,
+) -> Message:
+    """Store a message from the actor, its trail row, and nudge the thread after commit.
+
+    Precondition: the caller has checked ownership, the lists (R8–R11) and R10, and holds the
+    thread's row lock when there is a thread.
+    """
+    holder = ""
+    if thread is not None:
+        open_claim = ThreadClaim.objects.filter(thread=thread, ended_at__isnull=True).first()
+        holder = open_claim.run if open_claim else ""
+    message = Message.objects.create(
+        business_id=actor.business_id,
+        thread=thread,
+        from_role=actor.role,
+        from_run=actor.run,
+        to_role=to_role,
+        message_class=message_class,
+        body=body,
+        in_reply_to=in_reply_to,
+        request=request,
+        holder=holder,
+        claim=claim,
+    )
+    do_record_trail(
+        business_id=actor.business_id,
+        thread=thread,
+        message=message,
+        from_role=actor.role,
+        from_run=actor.run,
+        to_role=to_role,
+        actor=actor,
+        text=body,
+    )
+    if thread is not None:
+        events.push_after_commit(
+            events.thread_group(thread.pk), type=events.THREAD_NUDGE, row_id=message.pk
+        )
+    return message
+
+
+def do_end_claim(claim: ThreadClaim, *, actor: Actor, by: str, reason: str) -> ThreadClaim:
+    """End an open claim, record `claim.ended` and its trail row.
+
+    Precondition: `claim` is open and locked by the current transaction.
+    """
+    claim.ended_at = timezone.now()
+    claim.ended_by = by
+    claim.end_reason = reason
+    claim.save(update_fields=["ended_at", "ended_by", "end_reason"])
+    thread = claim.thread
+    Event.objects.create(
+        business_id=thread.project.business_id,
+        kind=EventKind.CLAIM_ENDED,
+        body={"claim": claim.pk, "thread": thread.pk, "run": claim.run, "by": by, "reason": reason},
+    )
+    do_record_trail(
+        business_id=thread.project.business_id,
+        thread=thread,
+        message=None,
+        from_role=actor.role,
+        from_run=actor.run,
+        to_role=claim.instance.name,
+        actor=actor,
+        text=f"claim of {claim.run} ended ({reason})",
+    )
+    return claim
+
+
+def _open_claims(business_id: int) -> QuerySet[ThreadClaim]:
+    """The business's open claims, locked in id order (one order everywhere: no deadlock)."""
+    return (
+        ThreadClaim.objects.select_for_update(of=("self",))
+        .select_related("thread__project", "instance")
+        .filter(ended_at__isnull=True, thread__project__business_id=business_id)
+        .order_by("pk")
+    )
+
+
+# --- projects and threads ----------------------------------------------------------------
+
+
+@verb("project.create", HUMAN_KIND, TESTER_KIND)
+def create_project(actor: Actor, *, name: object) -> Project:
+    """Create a project of the actor's business; both sides see every project."""
+    clean = fields.clean_name(name, what="project name")
+    try:
+        with transaction.atomic():
+            return Project.objects.create(
+                business_id=actor.business_id, name=clean, created_by=policy.owner(actor)
+            )
+    except IntegrityError:
+        raise Refusal(refusals.PROJECT_EXISTS, "A project with this name exists.") from None
+
+
+@verb("thread.create", HUMAN_KIND, TESTER_KIND)
+def create_thread(
+    actor: Actor, *, project_id: int, name: object, instance: str | None = None
+) -> Thread:
+    """R2: a thread owned by `owner(actor)`, in any project of the business.
+
+    R18: a name the other side already used in the project refuses `thread-exists`, and
+    nothing else about that thread is told.
+    """
+    clean = fields.clean_name(name, what="thread name")
+    project = Project.objects.filter(pk=project_id, business_id=actor.business_id).first()
+    if project is None:
+        raise Refusal(refusals.NOT_FOUND, "No such project.")
+    if instance is None:
+        instance = Business.objects.values_list("default_instance", flat=True).get(
+            pk=actor.business_id
+        )
+    target = access_instance(actor, name=instance)
+    try:
+        with transaction.atomic():
+            return Thread.objects.create(
+                project=project, name=clean, owner=policy.owner(actor), instance=target
+            )
+    except IntegrityError:
+        raise Refusal(refusals.THREAD_EXISTS, "A thread with this name exists here.") from None
+
+
+@verb("thread.open", HUMAN_KIND, TESTER_KIND)
+def open_thread(actor: Actor, *, thread_id: int) -> ThreadOpen:
+    """R1, R2: record that the actor opened its own thread, `by = owner(actor)`."""
+    thread = access_thread(actor, thread_id=thread_id)
+    return ThreadOpen.objects.create(thread=thread, by=policy.owner(actor))
+
+
+@verb("thread.send", HUMAN_KIND, TESTER_KIND)
+def send_to_thread(actor: Actor, *, thread_id: int, body: object) -> SentTurn:
+    """A turn in the actor's own thread, addressed to the thread's instance.
+
+    R6: stored with the actor's own role and run. R7: a human's turn writes one `human.input`
+    event and returns its id; a tester's writes none and returns None. R9: the lists read the
+    tester as `human` in its own thread.
+    """
+    text = fields.clean_body(body)
+    with transaction.atomic():
+        thread = access_thread(actor, thread_id=thread_id, lock=True)
+        check_messaging(
+            actor, sender=actor.role, recipient=thread.instance.name, thread_owner=thread.owner
+        )
+        request = None
+        if actor.is_human:
+            request = Event.objects.create(
+                business_id=actor.business_id,
+                kind=EventKind.HUMAN_INPUT,
+                body={"thread": thread.pk, "by": actor.username},
+            )
+        message = do_record_message(
+            actor,
+            thread=thread,
+            to_role=thread.instance.name,
+            message_class=MessageClass.REQUEST,
+            body=text,
+            request=request,
+        )
+    return SentTurn(message=message, request=request.pk if request else None)
+
+
+# --- messages ----------------------------------------------------------------------------
+
+
+@verb("message.send", HUMAN_KIND, TESTER_KIND, RUN_KIND)
+def send_message(
+    actor: Actor,
+    *,
+    to: str,
+    body: object,
+    message_class: str = MessageClass.MESSAGE,
+    in_reply_to: int | None = None,
+    claim_id: int | None = None,
+) -> Message:
+    """Send a message on the bus (R8–R12).
+
+    A run names its claim (R12) and its message goes in the claim's thread; the human and the
+    tester send outside threads, where R9 never applies. A `RESULT` answers `in_reply_to`,
+    which must be a message of the same thread.
+    """
+    text = fields.clean_body(body)
+    if actor.kind is RUN_KIND:
+        allowed_classes = {MessageClass.RESULT, MessageClass.MESSAGE}
+    else:
+        allowed_classes = {MessageClass.MESSAGE}
+    if message_class not in allowed_classes:
+        raise Refusal(refusals.INVALID, f"{actor.kind.value} may not send {message_class}.")
+    if message_class == MessageClass.RESULT and in_reply_to is None:
+        raise Refusal(refusals.INVALID, "A RESULT must name the message it answers.")
+    with transaction.atomic():
+        claim = None
+        thread = None
+        if actor.kind is RUN_KIND:
+            if claim_id is None:
+                raise Refusal(refusals.INVALID, "A run's message must name its claim.")
+            claim = access_claim(actor, claim_id=claim_id)
+            thread = claim.thread
+        answered = access_message(actor, message_id=in_reply_to) if in_reply_to else None
+        if answered is not None and answered.thread_id != (thread.pk if thread else None):
+            raise Refusal(refusals.INVALID, "A reply stays in the thread of what it answers.")
+        code = policy.reply_refusal(
+            recipient=to, in_reply_to_sender=answered.from_role if answered else None
+        )
+        if code is not None:
+            raise Refusal(code, "A message to the tester must answer one of its messages.")
+        check_messaging(
+            actor, sender=actor.role, recipient=to, thread_owner=thread.owner if thread else None
+        )
+        try:
+            with transaction.atomic():
+                return do_record_message(
+                    actor,
+                    thread=thread,
+                    to_role=to,
+                    message_class=message_class,
+                    body=text,
+                    in_reply_to=answered,
+                    claim=claim,
+                )
+        except IntegrityError:
+            # one_result_per_message: the message has its reply already.
+            raise Refusal(refusals.INVALID, "This message already has a reply.") from None
+
+
+# --- stop, instance end, claims ----------------------------------------------------------
+
+
+@verb("assistant.stop", HUMAN_KIND, TESTER_KIND)
+def stop_assistant(actor: Actor, *, instance: str | None = None) -> list[ThreadClaim]:
+    """R13: end the open claims on the actor's own threads, and no others.
+
+    `ended_by` is `owner(actor)` and the reason names the side that stopped. Nothing held:
+    `not-held`. The human's stop never ends a tester run; the tester's never the human's.
+    """
+    with transaction.atomic():
+        claims = _open_claims(actor.business_id).filter(thread__owner=policy.owner(actor))
+        if instance is not None:
+            claims = claims.filter(instance__name=instance)
+        held = list(claims)
+        if not held:
+            raise Refusal(refusals.NOT_HELD, "No assistant run holds one of your threads.")
+        reason = policy.stop_reason(actor)
+        return [
+            do_end_claim(claim, actor=actor, by=policy.owner(actor), reason=reason)
+            for claim in held
+        ]
+
+
+@verb("instance.end", ActorKind.STAFF)
+def end_instance(actor: Actor, *, instance: str) -> list[ThreadClaim]:
+    """R14: end every claim the instance holds, the tester's threads included; record who."""
+    with transaction.atomic():
+        target = access_instance(actor, name=instance)
+        reason = f"instance ended by {actor.username}"
+        ended = [
+            do_end_claim(claim, actor=actor, by=actor.username, reason=reason)
+            for claim in _open_claims(actor.business_id).filter(instance=target)
+        ]
+        Event.objects.create(
+            business_id=actor.business_id,
+            kind=EventKind.INSTANCE_ENDED,
+            body={"instance": target.name, "by": actor.username, "claims": [c.pk for c in ended]},
+        )
+        do_record_trail(
+            business_id=actor.business_id,
+            thread=None,
+            message=None,
+            from_role=actor.role,
+            from_run=actor.run,
+            to_role=target.name,
+            actor=actor,
+            text=f"{reason}; {len(ended)} claim(s) ended",
+        )
+    return ended
+
+
+@verb("claim.open", RUN_KIND)
+def open_claim(actor: Actor, *, thread_id: int) -> ThreadClaim | None:
+    """Claim a thread of the run's instance; None while another run holds it.
+
+    A claim whose lease ran out is ended (`lease-expired`) first, so a dead run's thread is
+    picked up again.
+    """
+    with transaction.atomic():
+        thread = (
+            Thread.objects.select_for_update(of=("self",))
+            .select_related("project", "instance")
+            .filter(
+                pk=thread_id,
+                project__business_id=actor.business_id,
+                instance__name=actor.role,
+            )
+            .first()
+        )
+        if thread is None:
+            raise Refusal(refusals.NOT_FOUND, "No such thread for this instance.")
+        current = _open_claims(actor.business_id).filter(thread=thread).first()
+        if current is not None:
+            if current.lease_expires_at > timezone.now():
+                return None
+            do_end_claim(
+                current,
+                actor=Actor.system(business_id=actor.business_id),
+                by="system",
+                reason="lease-expired",
+            )
+        claim = ThreadClaim.objects.create(
+            thread=thread,
+            run=actor.run,
+            instance=thread.instance,
+            lease_expires_at=lease_deadline(),
+        )
+        Event.objects.create(
+            business_id=actor.business_id,
+            kind=EventKind.CLAIM_OPENED,
+            body={"claim": claim.pk, "thread": thread.pk, "run": actor.run},
+        )
+        return claim
+
+
+@verb("claim.renew", RUN_KIND)
+def renew_claim(actor: Actor, *, claim_id: int) -> ThreadClaim:
+    """Extend the lease of the run's open claim (`claim-ended` once it ended)."""
+    with transaction.atomic():
+        claim = access_claim(actor, claim_id=claim_id)
+        claim.lease_expires_at = lease_deadline()
+        claim.save(update_fields=["lease_expires_at"])
+        return claim
+
+
+@verb("claim.end", RUN_KIND)
+def end_claim(actor: Actor, *, claim_id: int, reason: str = "done") -> ThreadClaim:
+    """Release the run's open claim."""
+    with transaction.atomic():
+        claim = access_claim(actor, claim_id=claim_id)
+        return do_end_claim(claim, actor=actor, by=actor.run, reason=reason)
+
+
+# --- tasks, decisions, notices -----------------------------------------------------------
+
+
+@verb("task.create", RUN_KIND)
+def create_task(actor: Actor, *, claim_id: int, request_id: int, title: object) -> Task:
+    """R15: a task from a human's request in the claim's thread; a tester turn has none.
+
+    The database refuses a request that is not a `human.input` event as well.
+    """
+    clean = fields.clean_name(title, what="task title")
+    with transaction.atomic():
+        claim = access_claim(actor, claim_id=claim_id)
+        request = Event.objects.filter(
+            pk=request_id, business_id=actor.business_id, kind=EventKind.HUMAN_INPUT
+        ).first()
+        if request is None or request.body.get("thread") != claim.thread_id:
+            raise Refusal(refusals.INVALID, "A task needs a human's request in this thread.")
+        task = Task.objects.create(
+            business_id=actor.business_id, request=request, title=clean, created_by_run=actor.run
+        )
+        Event.objects.create(
+            business_id=actor.business_id,
+            kind=EventKind.TASK_CREATED,
+            body={"task": task.pk, "request": request.pk, "run": actor.run},
+        )
+        return task
+
+
+@verb("decision.create", RUN_KIND)
+def create_decision(
+    actor: Actor, *, claim_id: int, body: object, route_to: str = HUMAN
+) -> Decision:
+    """R19: route a decision to an inbox; needs cross-role authority for it.
+
+    It goes through the messaging check first, so R11 keeps a tester thread's run out of the
+    human's inbox whatever its role's authority.
+    """
+    text = fields.clean_body(body)
+    with transaction.atomic():
+        claim = access_claim(actor, claim_id=claim_id)
+        roles = check_messaging(
+            actor, sender=actor.role, recipient=route_to, thread_owner=claim.thread.owner
+        )
+        code = policy.decision_refusal(sender_lists=roles.get(actor.role), route_to=route_to)
+        if code is not None:
+            raise Refusal(code, f"{actor.role} has no authority to route decisions there.")
+        decision = Decision.objects.create(
+            business_id=actor.business_id,
+            thread=claim.thread,
+            claim=claim,
+            from_role=actor.role,
+            from_run=actor.run,
+            route_to=route_to,
+            body=text,
+        )
+        Event.objects.create(
+            business_id=actor.business_id,
+            kind=EventKind.DECISION_CREATED,
+            body={"decision": decision.pk, "run": actor.run, "route_to": route_to},
+        )
+        do_record_trail(
+            business_id=actor.business_id,
+            thread=claim.thread,
+            message=None,
+            from_role=actor.role,
+            from_run=actor.run,
+            to_role=route_to,
+            actor=actor,
+            text=f"decision: {text}",
+        )
+        return decision
+
+
+@verb("notice.post", ActorKind.SYSTEM, ActorKind.STAFF)
+def post_notice(actor: Actor, *, body: object, thread_id: int | None = None) -> Message:
+    """R17: a system notice goes to one of the human's threads, never a tester's.
+
+    Without `thread_id`, the human's most recent thread. A tester thread's id is answered as a
+    missing one.
+    """
+    text = fields.clean_body(body)
+    with transaction.atomic():
+        human = Business.objects.values_list("human", flat=True).get(pk=actor.business_id)
+        threads = (
+            Thread.objects.select_for_update(of=("self",))
+            .select_related("project", "instance")
+            .filter(project__business_id=actor.business_id, owner=human)
+        )
+        if thread_id is not None:
+            threads = threads.filter(pk=thread_id)
+        thread = threads.order_by("-pk").first()
+        if thread is None:
+            raise Refusal(refusals.NOT_FOUND, "No thread of the human's to notify.")
+        notifier = Actor.assistant_run(
+            business_id=actor.business_id, instance=thread.instance.name, run=actor.run
+        )
+        return do_record_message(
+            notifier, thread=thread, to_role=HUMAN, message_class=MessageClass.NOTICE, body=text
+        )

@@ -1,0 +1,44 @@
+"""Pushes to the channel layer, sent only after the transaction that stored the row commits.
+
+A push is a nudge naming the new row's id, never its content: each consumer reads the rows
+after its own last id from the database, through the broker's scoping, so a dropped or
+reordered push loses nothing and shows nobody a row outside their view.
+"""
+
+from __future__ import annotations
+
+import logging
+from functools import partial
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.db import transaction
+
+logger = logging.getLogger("mosaic.events")
+
+TRAIL_NUDGE = "trail.nudge"
+THREAD_NUDGE = "thread.nudge"
+
+
+def trail_group(business_id: int) -> str:
+    return f"trail.{business_id}"
+
+
+def thread_group(thread_id: int) -> str:
+    return f"thread.{thread_id}"
+
+
+def _send(group: str, message: dict[str, object]) -> None:
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    try:
+        async_to_sync(layer.group_send)(group, message)
+    except Exception:
+        # The row is committed and is the record; a lost nudge is recovered by the next read.
+        logger.warning("push to %s failed", group, exc_info=True)
+
+
+def push_after_commit(group: str, *, type: str, row_id: int) -> None:
+    """Nudge `group` about row `row_id` once the current transaction commits."""
+    transaction.on_commit(partial(_send, group, {"type": type, "id": row_id}))

@@ -1,0 +1,409 @@
+"""The invariants the database itself refuses to break (SPEC §3), as SQL for SQLite and PostgreSQL.
+
+- Message, Event, ThreadOpen, TrailRow and Decision are append-only: UPDATE and DELETE (and
+  TRUNCATE on PostgreSQL) are refused.
+- R15: a Task's request is a `human.input` event. Events are append-only, so checking the kind
+  when the task is written is enough.
+- A thread's message has the thread's instance as from_role or to_role.
+- A thread's instance belongs to the project's business.
+
+The last two involve rows of other tables, so the changes that could break them from the other
+side are refused too: moving a thread to another instance, renaming an instance, or moving an
+instance or a project to another business, while rows depend on it.
+
+Refusals surface as `django.db.IntegrityError` on both vendors: SQLite's `RAISE(ABORT, …)` is a
+constraint error, and PostgreSQL's are raised with SQLSTATE class 23 (integrity constraint
+violation): `restrict_violation` for append-only, `check_violation` for the rest.
+
+Migration 0002 installs the guards and its reverse drops them; otherwise only the `flush`
+command lifts them, for the flush alone. The migration runs this module as it stands, so the SQL
+here may name only tables that exist once 0001 has run: a guard on a later table belongs in that
+table's own migration.
+"""
+
+from __future__ import annotations
+
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.backends.base.schema import BaseDatabaseSchemaEditor
+
+APPEND_ONLY_TABLES = (
+    "broker_message",
+    "broker_event",
+    "broker_threadopen",
+    "broker_trailrow",
+    "broker_decision",
+)
+
+# Message texts, shared by both vendors.
+R15_REFUSED = "broker_task request must be a human.input event (R15)"
+MESSAGE_INSTANCE_REFUSED = "broker_message in a thread must have the thread's instance at one end"
+THREAD_BUSINESS_REFUSED = "broker_thread instance must belong to the project's business"
+THREAD_MESSAGES_REFUSED = "broker_thread instance must stay at one end of its messages"
+INSTANCE_RENAME_REFUSED = "broker_instance name must stay at one end of its threads' messages"
+INSTANCE_BUSINESS_REFUSED = "broker_instance business must stay its threads' project's business"
+PROJECT_BUSINESS_REFUSED = "broker_project business must stay its threads' instance's business"
+
+
+def append_only_refused(table: str) -> str:
+    return f"{table} is append-only"
+
+
+def _sql_string(text: str) -> str:
+    """`text` as the inside of an SQL string literal."""
+    return text.replace("'", "''")
+
+
+# --- SQLite -------------------------------------------------------------------------------------
+#
+# `RAISE(ABORT, …)` aborts the statement with SQLITE_CONSTRAINT_TRIGGER, which Python's sqlite3
+# raises as IntegrityError. The transaction stays open, as with any constraint error. SQLite has
+# one writer at a time, so the cross-table checks need no locks.
+
+
+def _sqlite_trigger(name: str, when: str, condition: str, message: str) -> str:
+    return (
+        f"CREATE TRIGGER {name} {when}\n"
+        f"WHEN {condition}\n"
+        f"BEGIN SELECT RAISE(ABORT, '{_sql_string(message)}'); END"
+    )
+
+
+def _sqlite_append_only(table: str) -> tuple[str, ...]:
+    return tuple(
+        f"CREATE TRIGGER {table}_no_{verb.lower()} BEFORE {verb} ON {table}\n"
+        f"BEGIN SELECT RAISE(ABORT, '{append_only_refused(table)}'); END"
+        for verb in ("UPDATE", "DELETE")
+    )
+
+
+_SQLITE_TASK_REQUEST = """NOT EXISTS (
+    SELECT 1 FROM broker_event e WHERE e.id = NEW.request_id AND e.kind = 'human.input'
+)"""
+
+_SQLITE_MESSAGE_INSTANCE = """NEW.thread_id IS NOT NULL AND NOT EXISTS (
+    SELECT 1 FROM broker_thread t JOIN broker_instance i ON i.id = t.instance_id
+    WHERE t.id = NEW.thread_id AND i.name IN (NEW.from_role, NEW.to_role)
+)"""
+
+_SQLITE_THREAD_BUSINESS = """NOT EXISTS (
+    SELECT 1 FROM broker_instance i JOIN broker_project p ON p.business_id = i.business_id
+    WHERE i.id = NEW.instance_id AND p.id = NEW.project_id
+)"""
+
+_SQLITE_THREAD_MESSAGES = """NEW.instance_id IS NOT OLD.instance_id AND EXISTS (
+    SELECT 1 FROM broker_message m
+    WHERE m.thread_id = OLD.id AND NOT EXISTS (
+        SELECT 1 FROM broker_instance i
+        WHERE i.id = NEW.instance_id AND i.name IN (m.from_role, m.to_role)
+    )
+)"""
+
+_SQLITE_INSTANCE_RENAME = """NEW.name IS NOT OLD.name AND EXISTS (
+    SELECT 1 FROM broker_thread t JOIN broker_message m ON m.thread_id = t.id
+    WHERE t.instance_id = OLD.id AND NEW.name NOT IN (m.from_role, m.to_role)
+)"""
+
+_SQLITE_INSTANCE_BUSINESS = """NEW.business_id IS NOT OLD.business_id AND EXISTS (
+    SELECT 1 FROM broker_thread t JOIN broker_project p ON p.id = t.project_id
+    WHERE t.instance_id = OLD.id AND p.business_id IS NOT NEW.business_id
+)"""
+
+_SQLITE_PROJECT_BUSINESS = """NEW.business_id IS NOT OLD.business_id AND EXISTS (
+    SELECT 1 FROM broker_thread t JOIN broker_instance i ON i.id = t.instance_id
+    WHERE t.project_id = OLD.id AND i.business_id IS NOT NEW.business_id
+)"""
+
+# (name, timing and event, condition, message). `UPDATE OF` fires whenever the column is in the
+# SET list, and Django's save() sets every column, so the update conditions compare OLD and NEW.
+_SQLITE_CHECKS = (
+    (
+        "broker_task_request_insert",
+        "BEFORE INSERT ON broker_task",
+        _SQLITE_TASK_REQUEST,
+        R15_REFUSED,
+    ),
+    (
+        "broker_task_request_update",
+        "BEFORE UPDATE OF request_id ON broker_task",
+        _SQLITE_TASK_REQUEST,
+        R15_REFUSED,
+    ),
+    (
+        "broker_message_thread_instance",
+        "BEFORE INSERT ON broker_message",
+        _SQLITE_MESSAGE_INSTANCE,
+        MESSAGE_INSTANCE_REFUSED,
+    ),
+    (
+        "broker_thread_business_insert",
+        "BEFORE INSERT ON broker_thread",
+        _SQLITE_THREAD_BUSINESS,
+        THREAD_BUSINESS_REFUSED,
+    ),
+    (
+        "broker_thread_business_update",
+        "BEFORE UPDATE OF project_id, instance_id ON broker_thread",
+        _SQLITE_THREAD_BUSINESS,
+        THREAD_BUSINESS_REFUSED,
+    ),
+    (
+        "broker_thread_keeps_messages",
+        "BEFORE UPDATE OF instance_id ON broker_thread",
+        _SQLITE_THREAD_MESSAGES,
+        THREAD_MESSAGES_REFUSED,
+    ),
+    (
+        "broker_instance_keeps_messages",
+        "BEFORE UPDATE OF name ON broker_instance",
+        _SQLITE_INSTANCE_RENAME,
+        INSTANCE_RENAME_REFUSED,
+    ),
+    (
+        "broker_instance_keeps_business",
+        "BEFORE UPDATE OF business_id ON broker_instance",
+        _SQLITE_INSTANCE_BUSINESS,
+        INSTANCE_BUSINESS_REFUSED,
+    ),
+    (
+        "broker_project_keeps_business",
+        "BEFORE UPDATE OF business_id ON broker_project",
+        _SQLITE_PROJECT_BUSINESS,
+        PROJECT_BUSINESS_REFUSED,
+    ),
+)
+
+SQLITE_TRIGGERS = (
+    *(f"{table}_no_{verb}" for table in APPEND_ONLY_TABLES for verb in ("update", "delete")),
+    *(name for name, *_ in _SQLITE_CHECKS),
+)
+
+SQLITE_UNINSTALL = tuple(f"DROP TRIGGER IF EXISTS {name}" for name in SQLITE_TRIGGERS)
+
+# SQLite has no CREATE OR REPLACE TRIGGER: drop first, so installing refreshes every guard.
+SQLITE_INSTALL = (
+    *SQLITE_UNINSTALL,
+    *(statement for table in APPEND_ONLY_TABLES for statement in _sqlite_append_only(table)),
+    *(_sqlite_trigger(*check) for check in _SQLITE_CHECKS),
+)
+
+
+# --- PostgreSQL ---------------------------------------------------------------------------------
+#
+# The cross-table checks lock the rows they read FOR SHARE. Under READ COMMITTED a check cannot
+# see another transaction's uncommitted rows, so without the lock an insert and a concurrent
+# change on the other side (say, a message and a rename of its thread's instance) could each pass
+# and both commit. With it, the change waits for the insert to commit and then sees its row, or
+# the insert waits for the change and then reads the new value.
+
+
+def _pg_raise(message: str, errcode: str) -> str:
+    return f"RAISE EXCEPTION '{_sql_string(message)}' USING ERRCODE = '{errcode}';"
+
+
+_PG_APPEND_ONLY = """
+BEGIN
+    RAISE EXCEPTION '% is append-only', TG_TABLE_NAME USING ERRCODE = 'restrict_violation';
+END"""
+
+# Each check is a function and a row trigger of the same name: (table, timing and events, body).
+_PG_CHECKS = {
+    "broker_task_request_human_input": (
+        "broker_task",
+        "BEFORE INSERT OR UPDATE OF request_id",
+        f"""
+BEGIN
+    IF NOT EXISTS (
+        SELECT 1 FROM broker_event WHERE id = NEW.request_id AND kind = 'human.input'
+    ) THEN
+        {_pg_raise(R15_REFUSED, "check_violation")}
+    END IF;
+    RETURN NEW;
+END""",
+    ),
+    "broker_message_thread_instance": (
+        "broker_message",
+        "BEFORE INSERT",
+        f"""
+DECLARE
+    thread_instance bigint;
+    instance_name text;
+BEGIN
+    IF NEW.thread_id IS NULL THEN
+        RETURN NEW;
+    END IF;
+    SELECT instance_id INTO thread_instance FROM broker_thread
+    WHERE id = NEW.thread_id FOR SHARE;
+    SELECT name INTO instance_name FROM broker_instance
+    WHERE id = thread_instance FOR SHARE;
+    IF instance_name IS NULL OR instance_name NOT IN (NEW.from_role, NEW.to_role) THEN
+        {_pg_raise(MESSAGE_INSTANCE_REFUSED, "check_violation")}
+    END IF;
+    RETURN NEW;
+END""",
+    ),
+    "broker_thread_business": (
+        "broker_thread",
+        "BEFORE INSERT OR UPDATE OF project_id, instance_id",
+        f"""
+DECLARE
+    instance_business bigint;
+    project_business bigint;
+BEGIN
+    SELECT business_id INTO instance_business FROM broker_instance
+    WHERE id = NEW.instance_id FOR SHARE;
+    SELECT business_id INTO project_business FROM broker_project
+    WHERE id = NEW.project_id FOR SHARE;
+    IF instance_business IS NULL OR instance_business IS DISTINCT FROM project_business THEN
+        {_pg_raise(THREAD_BUSINESS_REFUSED, "check_violation")}
+    END IF;
+    RETURN NEW;
+END""",
+    ),
+    "broker_thread_keeps_messages": (
+        "broker_thread",
+        "BEFORE UPDATE OF instance_id",
+        f"""
+BEGIN
+    IF NEW.instance_id IS DISTINCT FROM OLD.instance_id AND EXISTS (
+        SELECT 1 FROM broker_message m
+        WHERE m.thread_id = OLD.id AND NOT EXISTS (
+            SELECT 1 FROM broker_instance i
+            WHERE i.id = NEW.instance_id AND i.name IN (m.from_role, m.to_role)
+        )
+    ) THEN
+        {_pg_raise(THREAD_MESSAGES_REFUSED, "check_violation")}
+    END IF;
+    RETURN NEW;
+END""",
+    ),
+    "broker_instance_keeps_dependents": (
+        "broker_instance",
+        "BEFORE UPDATE OF name, business_id",
+        f"""
+BEGIN
+    IF NEW.name IS DISTINCT FROM OLD.name AND EXISTS (
+        SELECT 1 FROM broker_thread t JOIN broker_message m ON m.thread_id = t.id
+        WHERE t.instance_id = OLD.id AND NEW.name NOT IN (m.from_role, m.to_role)
+    ) THEN
+        {_pg_raise(INSTANCE_RENAME_REFUSED, "check_violation")}
+    END IF;
+    IF NEW.business_id IS DISTINCT FROM OLD.business_id AND EXISTS (
+        SELECT 1 FROM broker_thread t JOIN broker_project p ON p.id = t.project_id
+        WHERE t.instance_id = OLD.id AND p.business_id IS DISTINCT FROM NEW.business_id
+    ) THEN
+        {_pg_raise(INSTANCE_BUSINESS_REFUSED, "check_violation")}
+    END IF;
+    RETURN NEW;
+END""",
+    ),
+    "broker_project_keeps_business": (
+        "broker_project",
+        "BEFORE UPDATE OF business_id",
+        f"""
+BEGIN
+    IF NEW.business_id IS DISTINCT FROM OLD.business_id AND EXISTS (
+        SELECT 1 FROM broker_thread t JOIN broker_instance i ON i.id = t.instance_id
+        WHERE t.project_id = OLD.id AND i.business_id IS DISTINCT FROM NEW.business_id
+    ) THEN
+        {_pg_raise(PROJECT_BUSINESS_REFUSED, "check_violation")}
+    END IF;
+    RETURN NEW;
+END""",
+    ),
+}
+
+# (trigger, table, timing and events, level, function)
+_PG_TRIGGERS = (
+    *(
+        (f"{table}_append_only", table, "BEFORE UPDATE OR DELETE", "ROW", "broker_append_only")
+        for table in APPEND_ONLY_TABLES
+    ),
+    *(
+        (f"{table}_no_truncate", table, "BEFORE TRUNCATE", "STATEMENT", "broker_append_only")
+        for table in APPEND_ONLY_TABLES
+    ),
+    *((name, table, events, "ROW", name) for name, (table, events, _) in _PG_CHECKS.items()),
+)
+
+_PG_FUNCTIONS = {
+    "broker_append_only": _PG_APPEND_ONLY,
+    **{name: body for name, (_, _, body) in _PG_CHECKS.items()},
+}
+
+POSTGRESQL_TRIGGERS = tuple(name for name, *_ in _PG_TRIGGERS)
+
+POSTGRESQL_INSTALL = (
+    *(
+        f"CREATE OR REPLACE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql\n"
+        f"AS $guard${body}\n$guard$"
+        for name, body in _PG_FUNCTIONS.items()
+    ),
+    *(
+        f"CREATE OR REPLACE TRIGGER {name} {events} ON {table} "
+        f"FOR EACH {level} EXECUTE FUNCTION {function}()"
+        for name, table, events, level, function in _PG_TRIGGERS
+    ),
+)
+
+POSTGRESQL_UNINSTALL = (
+    *(f"DROP TRIGGER IF EXISTS {name} ON {table}" for name, table, *_ in _PG_TRIGGERS),
+    *(f"DROP FUNCTION IF EXISTS {name}()" for name in _PG_FUNCTIONS),
+)
+
+
+# --- Install and uninstall ----------------------------------------------------------------------
+
+VENDORS = ("sqlite", "postgresql")
+
+_INSTALL = {"sqlite": SQLITE_INSTALL, "postgresql": POSTGRESQL_INSTALL}
+_UNINSTALL = {"sqlite": SQLITE_UNINSTALL, "postgresql": POSTGRESQL_UNINSTALL}
+
+
+def install(target: BaseDatabaseSchemaEditor | BaseDatabaseWrapper) -> None:
+    """Create every guard; existing ones are replaced, so installing twice is harmless."""
+    _execute(target, _INSTALL)
+
+
+def uninstall(target: BaseDatabaseSchemaEditor | BaseDatabaseWrapper) -> None:
+    """Drop every guard that exists. Only migration 0002's reverse and `flush` call this."""
+    _execute(target, _UNINSTALL)
+
+
+def installed(target: BaseDatabaseSchemaEditor | BaseDatabaseWrapper) -> bool:
+    """Whether any guard is present; False on a vendor without guards."""
+    connection = _connection(target)
+    if connection.vendor == "sqlite":
+        query = "SELECT name FROM sqlite_master WHERE type = 'trigger' AND name IN ({})"
+        names: tuple[str, ...] = SQLITE_TRIGGERS
+    elif connection.vendor == "postgresql":
+        query = (
+            "SELECT tgname FROM pg_trigger WHERE NOT tgisinternal"
+            " AND pg_table_is_visible(tgrelid) AND tgname IN ({})"
+        )
+        names = POSTGRESQL_TRIGGERS
+    else:
+        return False
+    with connection.cursor() as cursor:
+        cursor.execute(query.format(", ".join(["%s"] * len(names))), names)
+        return cursor.fetchone() is not None
+
+
+def _execute(
+    target: BaseDatabaseSchemaEditor | BaseDatabaseWrapper,
+    statements: dict[str, tuple[str, ...]],
+) -> None:
+    connection = _connection(target)
+    if connection.vendor not in statements:
+        # Fail closed: a database without the guards would accept rewrites of the record.
+        raise NotImplementedError(f"no database guards for {connection.vendor}")
+    with connection.cursor() as cursor:
+        for statement in statements[connection.vendor]:
+            # No parameters: the SQL holds no placeholders, and plpgsql's `%` must reach the
+            # server as is.
+            cursor.execute(statement)
+
+
+def _connection(target: BaseDatabaseSchemaEditor | BaseDatabaseWrapper) -> BaseDatabaseWrapper:
+    if isinstance(target, BaseDatabaseSchemaEditor):
+        return target.connection
+    return target

@@ -1,0 +1,145 @@
+"""The broker's reads. Each is a verb (R22 applies) and reads only the actor's view.
+
+Lists are in ascending id order and take `limit` and one cursor (SPEC §6): `after` gives the
+first rows with a greater id, `before` the last rows with a smaller id, neither the newest.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TypeVar
+
+from django.db.models import Model, Q, QuerySet
+
+from broker import fields, policy, refusals
+from broker.access import access_thread, verb
+from broker.actors import Actor, ActorKind
+from broker.models import HUMAN, Decision, Message, Project, Thread, TrailRow
+from broker.refusals import Refusal
+
+M = TypeVar("M", bound=Model)
+
+HUMAN_KIND = ActorKind.HUMAN
+TESTER_KIND = ActorKind.TESTER
+RUN_KIND = ActorKind.RUN
+
+
+@dataclass(frozen=True)
+class Counted:
+    """A page of the actor's messages view and the total in that view."""
+
+    rows: list[Message]
+    count: int
+
+
+def page(
+    rows: QuerySet[M], *, after: int | None = None, before: int | None = None, limit: int | None
+) -> list[M]:
+    """One page of `rows` by id, per SPEC §6's cursors; always returned oldest first."""
+    size = fields.clean_limit(limit)
+    after = fields.clean_cursor(after, what="after")
+    before = fields.clean_cursor(before, what="before")
+    if after is not None and before is not None:
+        raise Refusal(refusals.INVALID, "Give one cursor: after or before.")
+    if after is not None:
+        return list(rows.filter(pk__gt=after).order_by("pk")[:size])
+    if before is not None:
+        rows = rows.filter(pk__lt=before)
+    return list(reversed(rows.order_by("-pk")[:size]))
+
+
+@verb("project.list", HUMAN_KIND, TESTER_KIND)
+def list_projects(
+    actor: Actor, *, after: int | None = None, before: int | None = None, limit: int | None = None
+) -> list[Project]:
+    """The business's projects; both sides see every project (threads are what is owned)."""
+    return page(
+        Project.objects.filter(business_id=actor.business_id),
+        after=after,
+        before=before,
+        limit=limit,
+    )
+
+
+@verb("thread.list", HUMAN_KIND, TESTER_KIND)
+def list_threads(
+    actor: Actor,
+    *,
+    project_id: int | None = None,
+    query: str | None = None,
+    after: int | None = None,
+    before: int | None = None,
+    limit: int | None = None,
+) -> list[Thread]:
+    """R3: only `owner(actor)`'s threads. The human's list leaves tester threads out entirely."""
+    threads = Thread.objects.filter(
+        project__business_id=actor.business_id, owner=policy.owner(actor)
+    ).select_related("project", "instance")
+    if project_id is not None:
+        threads = threads.filter(project_id=project_id)
+    if query:
+        # Searches the actor's own threads only: the owner filter above comes first.
+        threads = threads.filter(
+            Q(name__icontains=query) | Q(messages__body__icontains=query)
+        ).distinct()
+    return page(threads, after=after, before=before, limit=limit)
+
+
+@verb("thread.messages", HUMAN_KIND, TESTER_KIND)
+def thread_messages(
+    actor: Actor,
+    *,
+    thread_id: int,
+    after: int | None = None,
+    before: int | None = None,
+    limit: int | None = None,
+) -> list[Message]:
+    """R1: a thread's messages, to its owner only."""
+    thread = access_thread(actor, thread_id=thread_id)
+    return page(Message.objects.filter(thread=thread), after=after, before=before, limit=limit)
+
+
+def _addressed_to(actor: Actor) -> QuerySet[Message]:
+    """R12, R20: the messages addressed to the actor's own address, and nothing else."""
+    return Message.objects.filter(business_id=actor.business_id, to_role=actor.role)
+
+
+@verb("messages.view", HUMAN_KIND, TESTER_KIND)
+def messages_view(
+    actor: Actor, *, after: int | None = None, before: int | None = None, limit: int | None = None
+) -> Counted:
+    """The actor's messages view and its count: `to_role` is `human`, or `tester`."""
+    view = _addressed_to(actor)
+    return Counted(rows=page(view, after=after, before=before, limit=limit), count=view.count())
+
+
+@verb("message.receive", HUMAN_KIND, TESTER_KIND, RUN_KIND)
+def receive_messages(
+    actor: Actor, *, after: int | None = None, limit: int | None = None
+) -> list[Message]:
+    """The messages addressed to the actor after its cursor, oldest first."""
+    return page(_addressed_to(actor), after=after if after is not None else 0, limit=limit)
+
+
+@verb("trail.read", HUMAN_KIND, TESTER_KIND)
+def read_trail(
+    actor: Actor, *, after: int | None = None, before: int | None = None, limit: int | None = None
+) -> list[TrailRow]:
+    """R20: the human reads every row (tester rows labelled, R16); the tester only its own."""
+    rows = TrailRow.objects.filter(business_id=actor.business_id)
+    if actor.is_tester:
+        rows = rows.filter(tester_visible=True)
+    return page(rows, after=after, before=before, limit=limit)
+
+
+@verb("inbox.read", HUMAN_KIND)
+def read_inbox(
+    actor: Actor, *, after: int | None = None, before: int | None = None, limit: int | None = None
+) -> list[Decision]:
+    """R19: the decisions routed to the human."""
+    return page(
+        Decision.objects.filter(business_id=actor.business_id, route_to=HUMAN),
+        after=after,
+        before=before,
+        limit=limit,
+    )

@@ -1,0 +1,67 @@
+"""Pushes leave only after commit, as nudges naming ids (STYLE §8, SPEC §6)."""
+
+from __future__ import annotations
+
+import pytest
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.db import transaction
+
+from broker import actions, events
+from broker.actors import Actor
+from broker.models import TrailRow
+from tests.broker import factories
+
+
+@pytest.fixture
+def layer():
+    channel_layer = get_channel_layer()
+    yield channel_layer
+    async_to_sync(channel_layer.flush)()
+
+
+def listen(layer, group: str) -> str:
+    channel = async_to_sync(layer.new_channel)()
+    async_to_sync(layer.group_add)(group, channel)
+    return channel
+
+
+def test_thread_send_nudges_trail_and_thread_after_commit(
+    human: Actor, layer, django_capture_on_commit_callbacks
+) -> None:
+    thread = factories.thread(human, factories.project(human), "t")
+    trail = listen(layer, events.trail_group(human.business_id))
+    thread_channel = listen(layer, events.thread_group(thread.pk))
+    with django_capture_on_commit_callbacks(execute=False) as pending:
+        turn = actions.send_to_thread(human, thread_id=thread.pk, body="hi")
+    # Nothing was pushed inside the transaction: the callbacks wait for the commit.
+    assert len(pending) == 2
+    for callback in pending:
+        callback()
+    row = TrailRow.objects.get(message=turn.message)
+    assert async_to_sync(layer.receive)(trail) == {"type": "trail.nudge", "id": row.pk}
+    assert async_to_sync(layer.receive)(thread_channel) == {
+        "type": "thread.nudge",
+        "id": turn.message.pk,
+    }
+
+
+def test_refused_write_pushes_nothing(
+    human: Actor, tester: Actor, django_capture_on_commit_callbacks
+) -> None:
+    thread = factories.thread(human, factories.project(human), "t")
+    with django_capture_on_commit_callbacks() as pending, pytest.raises(actions.Refusal):
+        actions.send_to_thread(tester, thread_id=thread.pk, body="hi")
+    assert pending == []
+
+
+def test_rolled_back_write_pushes_nothing(human: Actor, django_capture_on_commit_callbacks) -> None:
+    thread = factories.thread(human, factories.project(human), "t")
+    with django_capture_on_commit_callbacks() as pending:
+        try:
+            with transaction.atomic():
+                actions.send_to_thread(human, thread_id=thread.pk, body="hi")
+                raise RuntimeError("roll back")
+        except RuntimeError:
+            pass
+    assert pending == []

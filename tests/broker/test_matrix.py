@@ -1,0 +1,157 @@
+"""Permission matrices: actor × verb × thread owner, asserting every refusal code (R1, R22)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from broker import actions, policy, refusals, selectors
+from broker.access import VERBS
+from broker.actors import Actor, ActorKind
+from broker.models import Business, Message, ThreadOpen
+from broker.refusals import Refusal
+from tests.broker import factories
+
+OK = None
+
+THREAD_VERBS: dict[str, Callable[[Actor, int], Any]] = {
+    "thread.open": lambda actor, thread_id: actions.open_thread(actor, thread_id=thread_id),
+    "thread.send": lambda actor, thread_id: actions.send_to_thread(
+        actor, thread_id=thread_id, body="hello"
+    ),
+    "thread.messages": lambda actor, thread_id: selectors.thread_messages(
+        actor, thread_id=thread_id
+    ),
+}
+
+# (actor, owner of the thread) -> expected code, the same for every thread verb.
+THREAD_MATRIX = {
+    ("human", "human"): OK,
+    ("human", "tester"): refusals.THREAD_NOT_OWNED,
+    ("tester", "human"): refusals.THREAD_NOT_OWNED,
+    ("tester", "tester"): OK,
+    ("other_human", "human"): refusals.NOT_FOUND,
+    ("other_human", "tester"): refusals.NOT_FOUND,
+    ("assistant_run", "human"): refusals.NOT_FOUND,
+    ("assistant_run", "tester"): refusals.NOT_FOUND,
+    ("staff", "human"): refusals.NOT_FOUND,
+    ("staff", "tester"): refusals.NOT_FOUND,
+}
+
+
+@pytest.fixture
+def staff(business: Business) -> Actor:
+    return Actor.staff(business_id=business.pk, username="root")
+
+
+@pytest.fixture
+def threads(human: Actor, tester: Actor) -> dict[str, int]:
+    project = factories.project(human)
+    return {
+        "human": factories.thread(human, project, "human's").pk,
+        "tester": factories.thread(tester, project, "tester's").pk,
+    }
+
+
+@pytest.mark.parametrize("verb", sorted(THREAD_VERBS))
+@pytest.mark.parametrize(("actor_name", "owner"), sorted(THREAD_MATRIX))
+def test_thread_verb_matrix_refuses_with_code(
+    request: pytest.FixtureRequest,
+    threads: dict[str, int],
+    verb: str,
+    actor_name: str,
+    owner: str,
+) -> None:
+    """R1, R22: each actor reaches only its own threads; each refusal writes nothing."""
+    actor: Actor = request.getfixturevalue(actor_name)
+    expected = THREAD_MATRIX[(actor_name, owner)]
+    before = (Message.objects.count(), ThreadOpen.objects.count())
+    if expected is OK:
+        THREAD_VERBS[verb](actor, threads[owner])
+        return
+    with pytest.raises(Refusal) as refusal:
+        THREAD_VERBS[verb](actor, threads[owner])
+    assert refusal.value.code == expected
+    assert (Message.objects.count(), ThreadOpen.objects.count()) == before
+
+
+# Arguments good enough to get past argument checks for every verb the tester may not call.
+NON_TESTER_CALLS: dict[str, Callable[[Actor], Any]] = {
+    "inbox.read": lambda actor: selectors.read_inbox(actor),
+    "task.create": lambda actor: actions.create_task(actor, claim_id=1, request_id=1, title="t"),
+    "decision.create": lambda actor: actions.create_decision(actor, claim_id=1, body="d"),
+    "claim.open": lambda actor: actions.open_claim(actor, thread_id=1),
+    "claim.renew": lambda actor: actions.renew_claim(actor, claim_id=1),
+    "claim.end": lambda actor: actions.end_claim(actor, claim_id=1),
+    "instance.end": lambda actor: actions.end_instance(actor, instance="assistant"),
+    "notice.post": lambda actor: actions.post_notice(actor, body="n"),
+}
+
+
+def test_tester_verbs_list_names_only_declared_verbs() -> None:
+    """R22: the explicit list names real verbs, and every other verb is in the table below."""
+    assert set(VERBS) >= policy.TESTER_VERBS
+    assert set(VERBS) - policy.TESTER_VERBS == set(NON_TESTER_CALLS)
+
+
+@pytest.mark.parametrize("verb", sorted(NON_TESTER_CALLS))
+def test_non_tester_verb_called_by_tester_refuses_tester_refused(tester: Actor, verb: str) -> None:
+    """R22: any verb outside the tester's list refuses `tester-refused`, before anything else."""
+    with pytest.raises(Refusal) as refusal:
+        NON_TESTER_CALLS[verb](tester)
+    assert refusal.value.code == refusals.TESTER_REFUSED
+
+
+@pytest.mark.parametrize("verb", sorted(policy.TESTER_VERBS))
+def test_tester_verb_while_tester_off_refuses_tester_off(
+    business: Business, tester: Actor, verb: str
+) -> None:
+    """The tester switch holds in the broker itself, whatever the transport."""
+    business.tester_enabled = False
+    business.save()
+    calls: dict[str, Callable[[], Any]] = {
+        "project.create": lambda: actions.create_project(tester, name="p"),
+        "project.list": lambda: selectors.list_projects(tester),
+        "thread.create": lambda: actions.create_thread(tester, project_id=1, name="t"),
+        "thread.open": lambda: actions.open_thread(tester, thread_id=1),
+        "thread.send": lambda: actions.send_to_thread(tester, thread_id=1, body="b"),
+        "thread.messages": lambda: selectors.thread_messages(tester, thread_id=1),
+        "thread.list": lambda: selectors.list_threads(tester),
+        "message.send": lambda: actions.send_message(tester, to="assistant", body="b"),
+        "message.receive": lambda: selectors.receive_messages(tester),
+        "messages.view": lambda: selectors.messages_view(tester),
+        "trail.read": lambda: selectors.read_trail(tester),
+        "assistant.stop": lambda: actions.stop_assistant(tester),
+    }
+    assert set(calls) == policy.TESTER_VERBS
+    with pytest.raises(Refusal) as refusal:
+        calls[verb]()
+    assert refusal.value.code == refusals.TESTER_OFF
+
+
+@pytest.mark.parametrize(
+    ("verb", "kinds"),
+    sorted((name, kinds) for name, kinds in VERBS.items()),
+    ids=lambda value: value if isinstance(value, str) else "",
+)
+def test_verb_declares_who_it_serves(verb: str, kinds: frozenset[ActorKind]) -> None:
+    """Runs never call human verbs and the human never run verbs: each verb names its callers."""
+    human_verbs = {
+        "project.create",
+        "project.list",
+        "thread.create",
+        "thread.open",
+        "thread.send",
+        "thread.messages",
+        "thread.list",
+        "messages.view",
+        "trail.read",
+        "inbox.read",
+        "assistant.stop",
+    }
+    assert (ActorKind.HUMAN in kinds) == (verb in human_verbs | {"message.send", "message.receive"})
+    assert (ActorKind.RUN in kinds) == (
+        verb.startswith(("claim.", "task.", "decision.", "message."))
+    )

@@ -1,0 +1,107 @@
+"""Races on real row locks: PostgreSQL only (`select_for_update` does nothing on SQLite)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from django.db import connection
+
+from broker import actions
+from broker.actors import Actor
+from broker.models import Message, ThreadClaim
+from broker.refusals import Refusal
+from tests.broker import factories
+
+pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
+
+
+def race(*calls: Callable[[], Any]) -> list[Any]:
+    """Run the calls at once, each on its own connection; each result or its Refusal."""
+    barrier = threading.Barrier(len(calls))
+    results: list[Any] = [None] * len(calls)
+
+    def run(index: int, call: Callable[[], Any]) -> None:
+        try:
+            barrier.wait()
+            results[index] = call()
+        except Refusal as refusal:
+            results[index] = refusal
+        finally:
+            connection.close()
+
+    workers = [threading.Thread(target=run, args=(i, c)) for i, c in enumerate(calls)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    return results
+
+
+def test_claim_open_by_many_runs_at_once_gives_one_claim(business, human: Actor) -> None:
+    """One open claim per thread, whoever races for it."""
+    thread = factories.thread(human, factories.project(human), "t")
+    actions.send_to_thread(human, thread_id=thread.pk, body="hi")
+    runs = [
+        Actor.assistant_run(business_id=business.pk, instance="assistant", run=f"run-{i}")
+        for i in range(6)
+    ]
+    results = race(*(lambda run=run: actions.open_claim(run, thread_id=thread.pk) for run in runs))
+    assert len([r for r in results if isinstance(r, ThreadClaim)]) == 1
+    assert results.count(None) == 5
+    assert ThreadClaim.objects.filter(ended_at__isnull=True).count() == 1
+
+
+@pytest.mark.parametrize("attempt", range(5))
+def test_stop_racing_reply_never_leaves_reply_after_stop(
+    attempt: int, tester: Actor, assistant_run: Actor, human: Actor
+) -> None:
+    """SPEC §7: the claim row lock orders a stop and a reply; a reply never lands after a stop."""
+    thread = factories.thread(tester, factories.project(human), "t")
+    turn = actions.send_to_thread(tester, thread_id=thread.pk, body="hi")
+    claim = factories.claim(assistant_run, thread)
+    stop, reply = race(
+        lambda: actions.stop_assistant(tester),
+        lambda: actions.send_message(
+            assistant_run,
+            to="tester",
+            body="answer",
+            message_class="RESULT",
+            in_reply_to=turn.message.pk,
+            claim_id=claim.pk,
+        ),
+    )
+    claim.refresh_from_db()
+    assert claim.ended_at is not None
+    assert [c.pk for c in stop] == [claim.pk]
+    if isinstance(reply, Refusal):
+        assert reply.code == "claim-ended"
+        assert not Message.objects.filter(message_class="RESULT").exists()
+    else:
+        assert reply.created_at <= claim.ended_at
+
+
+def test_two_replies_racing_for_one_message_store_one(
+    business, tester: Actor, human: Actor
+) -> None:
+    """Exactly one reply per message, even from two runs each believing it holds the claim."""
+    thread = factories.thread(tester, factories.project(human), "t")
+    turn = actions.send_to_thread(tester, thread_id=thread.pk, body="hi")
+    run = Actor.assistant_run(business_id=business.pk, instance="assistant", run="run-1")
+    claim = factories.claim(run, thread)
+
+    def answer() -> Message:
+        return actions.send_message(
+            run,
+            to="tester",
+            body="answer",
+            message_class="RESULT",
+            in_reply_to=turn.message.pk,
+            claim_id=claim.pk,
+        )
+
+    results = race(answer, answer)
+    assert len([r for r in results if isinstance(r, Message)]) == 1
+    assert Message.objects.filter(message_class="RESULT").count() == 1

@@ -1,0 +1,167 @@
+"""The seed's mutants (SPEC §10): one-line mistakes the suite must turn red for.
+
+Each mutant is applied alone, to a copy of the project, never to the working tree. The script
+checks that the mutated text occurs exactly once (a stale mutant is an error, not a pass), runs
+the whole suite against the copy, restores the file and verifies its checksum, and prints one
+line per mutant: `Mn <what> killed` or `Mn <what> survived`. It exits non-zero unless every
+mutant is killed.
+
+    python tests/mutants.py            # every mutant
+    python tests/mutants.py M3 M7      # some of them
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+COPY_IGNORE = shutil.ignore_patterns(
+    ".venv", ".git", "__pycache__", "*.sqlite3*", ".mypy_cache", ".ruff_cache", "staticfiles"
+)
+
+
+@dataclass(frozen=True)
+class Mutant:
+    id: str
+    what: str
+    path: str
+    # (original, mutated) text pairs; a mutant that needs an import carries it as a second pair.
+    edits: tuple[tuple[str, str], ...]
+
+
+MUTANTS = (
+    Mutant(
+        "M1",
+        "the owner check compares the business's human again",
+        "broker/access.py",
+        (
+            (
+                "if thread.owner != policy.owner(actor):",
+                "if thread.owner != thread.project.business.human:",
+            ),
+        ),
+    ),
+    Mutant(
+        "M2",
+        "the tester's thread list is the human's again",
+        "broker/selectors.py",
+        (
+            (
+                "project__business_id=actor.business_id, owner=policy.owner(actor)",
+                "project__business_id=actor.business_id, owner=F('project__business__human')",
+            ),
+            ("from django.db.models import Model,", "from django.db.models import F, Model,"),
+        ),
+    ),
+    Mutant(
+        "M3",
+        "the tester's turns are stored as `human-cli`",
+        "broker/actors.py",
+        (("role=TESTER, run=TESTER_RUN)", "role=TESTER, run=HUMAN_RUN)"),),
+    ),
+    Mutant(
+        "M4",
+        "the tester's turn writes a `human.input` event",
+        "broker/actions.py",
+        (
+            (
+                "        if actor.is_human:\n            request = Event",
+                "        if True:\n            request = Event",
+            ),
+        ),
+    ),
+    Mutant(
+        "M5",
+        "R9's substitution removed",
+        "broker/policy.py",
+        (("if thread_owner == TESTER and address == TESTER:", "if False:"),),
+    ),
+    Mutant(
+        "M6",
+        "R11's guard removed",
+        "broker/policy.py",
+        (("if thread_owner == TESTER and recipient == HUMAN:", "if False:"),),
+    ),
+    Mutant(
+        "M7",
+        "the stop matches no owner",
+        "broker/actions.py",
+        (("filter(thread__owner=policy.owner(actor))", "filter(thread__owner=None)"),),
+    ),
+    Mutant(
+        "M8",
+        "the boot check for a human named `tester` removed",
+        "broker/policy.py",
+        (("if human and human != TESTER:", "if human:"),),
+    ),
+    Mutant(
+        "M14",
+        "open stores the human",
+        "broker/actions.py",
+        (
+            (
+                "ThreadOpen.objects.create(thread=thread, by=policy.owner(actor))",
+                "ThreadOpen.objects.create(thread=thread,"
+                " by=Business.objects.get(pk=actor.business_id).human)",
+            ),
+        ),
+    ),
+)
+
+
+def checksum(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def apply(mutant: Mutant, source: str) -> str:
+    for original, mutated in mutant.edits:
+        found = source.count(original)
+        if found != 1:
+            raise SystemExit(f"{mutant.id} is stale: {original!r} occurs {found} times")
+        source = source.replace(original, mutated)
+    return source
+
+
+def run_suite(copy: Path) -> tuple[int, str]:
+    """The suite's exit status and the first test it failed on."""
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    command = [sys.executable, "-m", "pytest", "-x", "-q", "-rf", "-p", "no:cacheprovider"]
+    done = subprocess.run(command, cwd=copy, env=env, capture_output=True, text=True)
+    failed = [line.split()[1] for line in done.stdout.splitlines() if line.startswith("FAILED ")]
+    return done.returncode, failed[0] if failed else ""
+
+
+def main(wanted: list[str]) -> int:
+    chosen = [m for m in MUTANTS if not wanted or m.id in wanted]
+    survivors = 0
+    with tempfile.TemporaryDirectory(prefix="mosaic-mutants-") as scratch:
+        copy = Path(scratch) / "project"
+        shutil.copytree(ROOT, copy, ignore=COPY_IGNORE)
+        for mutant in chosen:
+            target = copy / mutant.path
+            original = target.read_text()
+            before = checksum(target)
+            target.write_text(apply(mutant, original))
+            try:
+                status, first_failure = run_suite(copy)
+            finally:
+                target.write_text(original)
+            if checksum(target) != before:
+                raise SystemExit(f"{mutant.id}: {mutant.path} was not restored")
+            # pytest exits 1 when tests failed; anything else (2+) is an error, not a kill.
+            verdict = {0: "survived", 1: "killed"}.get(status, f"error (pytest exit {status})")
+            survivors += verdict != "killed"
+            by = f" by {first_failure}" if first_failure else ""
+            print(f"{mutant.id} {mutant.what} {verdict}{by}", flush=True)
+    return 1 if survivors else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
