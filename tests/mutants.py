@@ -132,9 +132,13 @@ def apply(mutant: Mutant, source: str) -> str:
 def run_suite(copy: Path) -> tuple[int, str]:
     """The suite's exit status and the first test it failed on."""
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
-    command = [sys.executable, "-m", "pytest", "-x", "-q", "-rf", "-p", "no:cacheprovider"]
+    command = [sys.executable, "-m", "pytest", "-x", "-q", "-rfE", "-p", "no:cacheprovider"]
     done = subprocess.run(command, cwd=copy, env=env, capture_output=True, text=True)
-    failed = [line.split()[1] for line in done.stdout.splitlines() if line.startswith("FAILED ")]
+    failed = [
+        line.split()[1]
+        for line in done.stdout.splitlines()
+        if line.startswith(("FAILED ", "ERROR "))
+    ]
     return done.returncode, failed[0] if failed else ""
 
 
