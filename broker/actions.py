@@ -538,3 +538,22 @@ def post_notice(actor: Actor, *, body: object, thread_id: int | None = None) -> 
         return do_record_message(
             notifier, thread=thread, to_role=HUMAN, message_class=MessageClass.NOTICE, body=text
         )
+
+
+# --- the lease reaper --------------------------------------------------------------------
+
+
+@verb("claim.reap", ActorKind.SYSTEM)
+def reap_claims(actor: Actor) -> list[ThreadClaim]:
+    """SPEC §7: end every open claim of the business whose lease ran out (`lease-expired`).
+
+    `claim.open` ends an expired claim too, but only when a run comes for that thread; the
+    reaper makes a dead run's end appear in the trail promptly. On PostgreSQL a claim whose
+    run is renewing it right now is re-read after the renewal and left alone.
+    """
+    with transaction.atomic():
+        expired = _open_claims(actor.business_id).filter(lease_expires_at__lte=timezone.now())
+        return [
+            do_end_claim(claim, actor=actor, by="system", reason="lease-expired")
+            for claim in expired
+        ]

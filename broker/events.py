@@ -7,6 +7,7 @@ reordered push loses nothing and shows nobody a row outside their view.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from functools import partial
 
@@ -28,12 +29,39 @@ def thread_group(thread_id: int) -> str:
     return f"thread.{thread_id}"
 
 
+_server_loop: asyncio.AbstractEventLoop | None = None
+
+
+def deliver_on(loop: asyncio.AbstractEventLoop) -> None:
+    """Send pushes on the server's event loop, whichever thread commits.
+
+    The in-memory channel layer's queues belong to the loop the consumers wait on; a push
+    from a thread with no tie to it (a runner's worker) would sit unnoticed until that loop
+    woke for something else. The listeners call this once they run.
+    """
+    global _server_loop
+    _server_loop = loop
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
 def _send(group: str, message: dict[str, object]) -> None:
     layer = get_channel_layer()
     if layer is None:
         return
+    loop = _server_loop
     try:
-        async_to_sync(layer.group_send)(group, message)
+        if loop is None or not loop.is_running():
+            async_to_sync(layer.group_send)(group, message)
+        elif _running_loop() is loop:
+            loop.create_task(layer.group_send(group, message))
+        else:
+            asyncio.run_coroutine_threadsafe(layer.group_send(group, message), loop).result(5)
     except Exception:
         # The row is committed and is the record; a lost nudge is recovered by the next read.
         logger.warning("push to %s failed", group, exc_info=True)

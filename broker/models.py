@@ -298,3 +298,26 @@ class Decision(models.Model):
 
     def __str__(self) -> str:
         return f"{self.from_role} to {self.route_to} #{self.pk}"
+
+
+class IdempotentWrite(models.Model):
+    """R21: the first answer to a write sent with an Idempotency-Key, per owner and key."""
+
+    business = models.ForeignKey(Business, on_delete=models.CASCADE, related_name="+")
+    # `tester` or the human's username: one side's keys never meet the other's.
+    owner = models.CharField(max_length=150)
+    key = models.CharField(max_length=200)
+    # What was asked (operation and body), so a reused key with another body is told apart.
+    fingerprint = models.CharField(max_length=64)
+    answer = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["business", "owner", "key"], name="idempotency_key_per_owner"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.owner}: {self.key}"

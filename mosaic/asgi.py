@@ -1,4 +1,5 @@
-"""ASGI entry point of the human listener.
+"""ASGI entry points: `human_application`, `tester_application`, and `application` (both,
+chosen by the port a connection arrived on) for the one-process run.
 
 Fails closed on import: no listener starts while a stored business is refused (R4, R5),
 because system checks do not run under an ASGI server.
@@ -13,13 +14,15 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mosaic.settings")
 # Set Django up before importing anything that touches models.
 django_asgi_app = get_asgi_application()
 
-from channels.routing import ProtocolTypeRouter  # noqa: E402
 from django.db import connections  # noqa: E402
 
 from broker.boot import refuse_invalid_businesses  # noqa: E402
+from mosaic.listeners import build_human_application, build_tester_application, by_port  # noqa: E402
 
 refuse_invalid_businesses()
 # The check ran on this importing thread's connection, which serves no request afterwards.
 connections.close_all()
 
-application = ProtocolTypeRouter({"http": django_asgi_app})
+human_application = build_human_application(django_asgi_app)
+tester_application = build_tester_application(django_asgi_app)
+application = by_port(human=human_application, tester=tester_application)

@@ -17,7 +17,10 @@ DEBUG = env.bool("DEBUG", default=False)
 # The embedded default generates nothing secret on disk; production sets SECRET_KEY.
 SECRET_KEY = env.str("SECRET_KEY", default="mosaic-embedded-default-not-for-production")
 
+MOSAIC_HUMAN_HOST = env.str("MOSAIC_HUMAN_HOST", default="127.0.0.1")
 MOSAIC_HUMAN_PORT = env.int("MOSAIC_HUMAN_PORT", default=7332)
+# The tester listener is loopback only: `serve` refuses any other address.
+MOSAIC_TESTER_HOST = env.str("MOSAIC_TESTER_HOST", default="127.0.0.1")
 MOSAIC_TESTER_PORT = env.int("MOSAIC_TESTER_PORT", default=7333)
 MOSAIC_HUMAN_ORIGINS = env.list(
     "MOSAIC_HUMAN_ORIGINS",
@@ -32,6 +35,19 @@ MOSAIC_TRUSTED_PROXIES = env.list("MOSAIC_TRUSTED_PROXIES", default=[])
 MOSAIC_NAME_MAX = env.int("MOSAIC_NAME_MAX", default=200)
 MOSAIC_BODY_MAX = env.int("MOSAIC_BODY_MAX", default=32_000)
 MOSAIC_CLAIM_LEASE_SECONDS = env.float("MOSAIC_CLAIM_LEASE_SECONDS", default=30.0)
+# A request body over this many bytes is refused `too-large` before it is read.
+MOSAIC_REQUEST_MAX_BYTES = env.int("MOSAIC_REQUEST_MAX_BYTES", default=256 * 1024)
+# The business whose tester the tester listener serves.
+MOSAIC_TESTER_BUSINESS = env.str("MOSAIC_TESTER_BUSINESS", default="demo")
+# Assistant runs (SPEC §7): the reply backend, `offline` or `openai` (any OpenAI-compatible
+# chat completions endpoint). The key may stay empty for a local model server.
+MOSAIC_ASSISTANT_BACKEND = env.str("MOSAIC_ASSISTANT_BACKEND", default="offline")
+MOSAIC_ASSISTANT_BASE_URL = env.str(
+    "MOSAIC_ASSISTANT_BASE_URL", default="https://api.openai.com/v1"
+)
+MOSAIC_ASSISTANT_MODEL = env.str("MOSAIC_ASSISTANT_MODEL", default="")
+MOSAIC_ASSISTANT_API_KEY = env.str("MOSAIC_ASSISTANT_API_KEY", default="")
+MOSAIC_ASSISTANT_TIMEOUT = env.float("MOSAIC_ASSISTANT_TIMEOUT", default=60.0)
 
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost"])
 CSRF_TRUSTED_ORIGINS = MOSAIC_HUMAN_ORIGINS
@@ -48,11 +64,15 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "channels",
     "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
     "chat",
     "tester",
 ]
 
 MIDDLEWARE = [
+    # First: every later middleware and the resolver work on the listener's own urlconf.
+    "mosaic.middleware.ListenerMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -80,6 +100,42 @@ TEMPLATES = [
 ]
 
 ASGI_APPLICATION = "mosaic.asgi.application"
+CSRF_FAILURE_VIEW = "chat.views.csrf_failure"
+
+REST_FRAMEWORK = {
+    "EXCEPTION_HANDLER": "chat.errors.exception_handler",
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    # Views get their authentication and gates from the listener that serves them.
+    "DEFAULT_AUTHENTICATION_CLASSES": [],
+    "DEFAULT_PERMISSION_CLASSES": ["chat.gates.DenyAll"],
+    "UNAUTHENTICATED_USER": None,
+    # No OPTIONS self-description: the schema is the description, and same-origin needs no CORS.
+    "DEFAULT_METADATA_CLASS": None,
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Mosaic bus chat API",
+    "DESCRIPTION": (
+        "The chat API of one listener. The human listener needs a signed-in human (session and "
+        "CSRF token); the tester listener acts as the tester on every request. Writes need a "
+        "JSON body, a trusted Origin and `Sec-Fetch-Site: same-origin`. Every refusal is "
+        '`{"error": code, "detail": sentence}`.'
+    ),
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    "SERVE_AUTHENTICATION": [],
+    # The session is the documented credential; a proxy header is deployment configuration,
+    # and the tester listener needs none.
+    "AUTHENTICATION_WHITELIST": ["chat.gates.HumanSessionAuthentication"],
+    # `<id:…>` path segments (chat.routes.IdConverter) are integers of at most 18 digits.
+    "PATH_CONVERTER_OVERRIDES": {"id": {"type": "integer", "minimum": 0, "maximum": 10**18 - 1}},
+}
 
 DATABASES = {
     "default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'mosaic.sqlite3'}"),
@@ -131,7 +187,10 @@ LOGGING = {
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    # One handler, on the root: our loggers propagate to it, and servers that configure
+    # logging themselves (daphne) find it already set and add no second one.
+    "root": {"handlers": ["console"], "level": "WARNING"},
     "loggers": {
-        "mosaic": {"handlers": ["console"], "level": env.str("MOSAIC_LOG_LEVEL", default="INFO")},
+        "mosaic": {"level": env.str("MOSAIC_LOG_LEVEL", default="INFO")},
     },
 }

@@ -1,8 +1,34 @@
-"""URL routes of the human listener."""
+"""Routes of the human listener: the chat API, sign-in, the schema, admin."""
 
 from django.contrib import admin
 from django.urls import path
+from django.views.generic import TemplateView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from chat.api.auth import LoginView, LogoutView
+from chat.api.chat import InboxView
+from chat.gates import HUMAN_AUTHENTICATION, HUMAN_GATES, SIGN_IN_GATES
+from chat.routes import api_routes, bind
+from chat.views import console
+
+handler400 = "chat.views.bad_request"
+handler404 = "chat.views.not_found"
+handler500 = "chat.views.server_error"
 
 urlpatterns = [
+    *api_routes(authentication=HUMAN_AUTHENTICATION, gates=HUMAN_GATES),
+    bind("api/inbox", InboxView, "inbox", authentication=HUMAN_AUTHENTICATION, gates=HUMAN_GATES),
+    bind("api/auth/login", LoginView, "auth-login", authentication=(), gates=SIGN_IN_GATES),
+    bind(
+        "api/auth/logout",
+        LogoutView,
+        "auth-logout",
+        authentication=HUMAN_AUTHENTICATION,
+        gates=HUMAN_GATES,
+    ),
+    path("api/schema", SpectacularAPIView.as_view(urlconf="mosaic.urls"), name="schema"),
+    path("api/docs", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    path("signin", TemplateView.as_view(template_name="signin.html"), name="signin"),
     path("admin/", admin.site.urls),
+    path("", console, name="console"),
 ]

@@ -9,6 +9,8 @@ import pytest
 from broker.actors import Actor
 from broker.models import Business, Instance, RoleDefinition
 
+pytest_plugins = ["tests.listener_fixtures"]
+
 
 def make_business(
     slug: str,
@@ -30,6 +32,28 @@ def make_business(
     )
     Instance.objects.create(business=business, name="assistant", role=role)
     return business
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_stray_database_sessions(django_db_setup, django_db_blocker):
+    """Connections that servers' worker threads opened must not keep PostgreSQL from dropping
+    the test database at the end of the run."""
+    yield
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        return
+    with django_db_blocker.unblock(), connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+
+
+@pytest.fixture(autouse=True)
+def fast_password_hashing(settings) -> None:
+    """Tests sign users in by the hundred; the production hasher is slow on purpose."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 @pytest.fixture
@@ -66,15 +90,23 @@ def assistant_run(business: Business) -> Actor:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Tests marked `postgres` prove what only PostgreSQL can show; they run in its pass."""
+    """Tests marked `postgres` or `redis` prove what only that service can show; each runs in
+    the pass configured with it (CI's second pass, where no test may skip)."""
     from django.conf import settings
 
-    if "postgresql" in settings.DATABASES["default"]["ENGINE"]:
-        return
-    skip = pytest.mark.skip(reason="runs in the PostgreSQL pass (DATABASE_URL=postgres://…)")
-    for item in items:
-        if item.get_closest_marker("postgres"):
-            item.add_marker(skip)
+    passes = {
+        "postgres": (
+            "postgresql" in settings.DATABASES["default"]["ENGINE"],
+            "runs in the PostgreSQL pass (DATABASE_URL=postgres://…)",
+        ),
+        "redis": (bool(settings.REDIS_URL), "runs in the Redis pass (REDIS_URL=redis://…)"),
+    }
+    for marker, (configured, reason) in passes.items():
+        if configured:
+            continue
+        for item in items:
+            if item.get_closest_marker(marker):
+                item.add_marker(pytest.mark.skip(reason=reason))
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -86,3 +118,20 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if skipped:
         print(f"\nMOSAIC_NO_SKIPS=1: {skipped} test(s) skipped; every part must be present.")
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(
+    django_db_modify_db_settings_parallel_suffix: None, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """On SQLite the suite runs on a WAL file, as the product does, not in memory.
+
+    Tests where runner threads write beside the test need it: an in-memory database shares
+    one cache between connections and refuses concurrent access ("table is locked") instead
+    of waiting on the busy timeout. Each session gets its own file.
+    """
+    from django.conf import settings
+
+    database = settings.DATABASES["default"]
+    if database["ENGINE"] == "django.db.backends.sqlite3":
+        database.setdefault("TEST", {})["NAME"] = str(tmp_path_factory.mktemp("db") / "test.db")

@@ -102,6 +102,54 @@ MUTANTS = (
         (("if human and human != TESTER:", "if human:"),),
     ),
     Mutant(
+        "M9",
+        "the human listener's refusal of X-Mosaic-Tester removed",
+        "mosaic/listeners.py",
+        (
+            (
+                'if scope["type"] in ("http", "websocket") and any(\n            _normalised(name) == TESTER_HEADER',
+                "if False and any(\n            _normalised(name) == TESTER_HEADER",
+            ),
+        ),
+    ),
+    Mutant(
+        "M10",
+        "the tester listener's Origin check removed",
+        "tester/gates.py",
+        (
+            (
+                'return not is_write(request) or request.headers.get("Origin") == expected',
+                "return True",
+            ),
+        ),
+    ),
+    Mutant(
+        "M11",
+        "the tester listener's chat built from the human's caller",
+        "tester/urls.py",
+        (
+            (
+                "*api_routes(authentication=TESTER_AUTHENTICATION,",
+                "*api_routes(authentication=HUMAN_AUTHENTICATION,",
+            ),
+            (
+                "from chat.routes import api_routes\n",
+                "from chat.gates import HUMAN_AUTHENTICATION\nfrom chat.routes import api_routes\n",
+            ),
+        ),
+    ),
+    Mutant(
+        "M12",
+        "the tester fence admits every write",
+        "tester/gates.py",
+        (
+            (
+                'return not is_write(request) or (\n            request.method == "POST" and match is not None and match.url_name in TESTER_WRITE_ROUTES\n        )',
+                "return True",
+            ),
+        ),
+    ),
+    Mutant(
         "M14",
         "open stores the human",
         "broker/actions.py",

@@ -87,6 +87,7 @@ NON_TESTER_CALLS: dict[str, Callable[[Actor], Any]] = {
     "claim.end": lambda actor: actions.end_claim(actor, claim_id=1),
     "instance.end": lambda actor: actions.end_instance(actor, instance="assistant"),
     "notice.post": lambda actor: actions.post_notice(actor, body="n"),
+    "claim.reap": lambda actor: actions.reap_claims(actor),
 }
 
 
@@ -152,6 +153,6 @@ def test_verb_declares_who_it_serves(verb: str, kinds: frozenset[ActorKind]) -> 
         "assistant.stop",
     }
     assert (ActorKind.HUMAN in kinds) == (verb in human_verbs | {"message.send", "message.receive"})
-    assert (ActorKind.RUN in kinds) == (
-        verb.startswith(("claim.", "task.", "decision.", "message."))
-    )
+    # The lease reaper ends other runs' claims: it is the system's, never a run's.
+    run_verbs = {v for v in VERBS if v.startswith(("claim.", "task.", "decision.", "message."))}
+    assert (ActorKind.RUN in kinds) == (verb in run_verbs - {"claim.reap"})

@@ -8,16 +8,10 @@ from io import StringIO
 import pytest
 from django.contrib.auth import authenticate, get_user_model
 from django.core.management import CommandError, call_command
-from pytest_django.fixtures import Settings
 
 from broker.models import Business, Instance
 
 PASSWORD = "correct-horse-battery"
-
-
-@pytest.fixture(autouse=True)
-def fast_hashing(settings: Settings) -> None:
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 def setupdemo() -> str:

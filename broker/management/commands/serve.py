@@ -1,36 +1,86 @@
-"""`manage.py serve`: the human listener under daphne, in the foreground until interrupted."""
+"""`manage.py serve`: both listeners and an assistant runner in one process, in the foreground.
+
+The human listener on MOSAIC_HUMAN_HOST:MOSAIC_HUMAN_PORT and the tester listener on
+MOSAIC_TESTER_HOST:MOSAIC_TESTER_PORT, which must be a loopback address, under one daphne; the
+runner works beside them in threads, so the in-memory channel layer serves both. `--listener`
+serves one listener alone and `--no-runner` leaves runs to `runassistant` processes.
+"""
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Any
 
 from daphne.cli import CommandLineInterface  # type: ignore[import-untyped]
 from django.conf import settings
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from broker.boot import refuse_invalid_businesses
+from broker.runner.service import Runner
 
-HOST = "127.0.0.1"
+APPLICATIONS = {
+    "both": "mosaic.asgi:application",
+    "human": "mosaic.asgi:human_application",
+    "tester": "mosaic.asgi:tester_application",
+}
+
+
+def is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 class Command(BaseCommand):
-    help = "Serve the human listener on 127.0.0.1:MOSAIC_HUMAN_PORT until interrupted."
+    help = "Serve the human and tester listeners until interrupted."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--listener", choices=sorted(APPLICATIONS), default="both")
+        parser.add_argument(
+            "--no-runner",
+            action="store_true",
+            help="Start no assistant runner here (runs come from runassistant processes).",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        listener: str = options["listener"]
+        tester_host: str = settings.MOSAIC_TESTER_HOST
+        if listener in ("both", "tester") and not is_loopback(tester_host):
+            raise CommandError(
+                f"The tester listener is loopback only; MOSAIC_TESTER_HOST={tester_host!r} "
+                "is not a loopback address."
+            )
         # Refuse before printing a URL nobody could use; the ASGI module refuses again on
         # import, for servers started without this command.
         refuse_invalid_businesses()
-        port: int = settings.MOSAIC_HUMAN_PORT
-        self.stdout.write(f"human listener: http://{HOST}:{port}/admin/")
+        endpoints = []
+        if listener in ("both", "human"):
+            endpoints.append((settings.MOSAIC_HUMAN_HOST, settings.MOSAIC_HUMAN_PORT))
+            self.stdout.write(
+                f"human listener:  http://{settings.MOSAIC_HUMAN_HOST}:{settings.MOSAIC_HUMAN_PORT}/"
+                "  (sign in at /signin, admin at /admin/)"
+            )
+        if listener in ("both", "tester"):
+            endpoints.append((tester_host, settings.MOSAIC_TESTER_PORT))
+            self.stdout.write(
+                f"tester listener: http://{tester_host}:{settings.MOSAIC_TESTER_PORT}/"
+                "  (every change there is recorded as tester)"
+            )
+        arguments = []
+        for host, port in endpoints:
+            interface = host.replace(":", r"\:")
+            arguments += ["--endpoint", f"tcp:port={port}:interface={interface}"]
+        runner = None if options["no_runner"] else Runner()
+        if runner is not None:
+            runner.start()
+            self.stdout.write(f"assistant runner: {settings.MOSAIC_ASSISTANT_BACKEND} backend")
         self.stdout.flush()
-        CommandLineInterface().run(
-            [
-                "--bind",
-                HOST,
-                "--port",
-                str(port),
-                "--verbosity",
-                str(options["verbosity"]),
-                "mosaic.asgi:application",
-            ]
-        )
+        try:
+            CommandLineInterface().run(
+                [*arguments, "--verbosity", str(options["verbosity"]), APPLICATIONS[listener]]
+            )
+        finally:
+            if runner is not None:
+                # Its claims end `runner stopped`, so another runner may take them at once.
+                runner.stop(timeout=settings.MOSAIC_CLAIM_LEASE_SECONDS)

@@ -1,0 +1,453 @@
+"""Staff admin: every broker record inspectable, nothing writable but R14's instance end.
+
+Admin reads the tables directly, across businesses: staff see every thread by design (the
+Console is where views are scoped). It never writes a record itself. Message, Event,
+ThreadOpen, TrailRow and Decision are append-only in the database; claims, tasks and stored
+idempotent answers are written only by the broker; businesses, roles and instances come from
+business files, where the loader checks R4 and R5; projects and threads are created through
+the broker, and a thread's owner never changes (R1, R20). So every page is read-only, for
+superusers too, and the one staff write — ending an instance — goes through
+`broker.actions.end_instance`."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, cast
+
+from django.contrib import admin, messages
+from django.db.models import Count, Exists, Model, OuterRef, Q, QuerySet
+from django.db.models.fields.related import RelatedField
+from django.http import HttpRequest
+from django.urls import reverse
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
+from django.utils.text import Truncator
+
+from broker import actions as broker_actions
+from broker.actors import Actor
+from broker.models import (
+    TESTER,
+    Business,
+    Decision,
+    Event,
+    IdempotentWrite,
+    Instance,
+    Message,
+    Project,
+    RoleDefinition,
+    Task,
+    Thread,
+    ThreadClaim,
+    ThreadOpen,
+    TrailRow,
+)
+from broker.refusals import Refusal
+
+if TYPE_CHECKING:
+    from django.utils.functional import _StrOrPromise
+
+    AnyModelAdmin = admin.ModelAdmin[Any]
+    AnyThreadInline = admin.TabularInline[Any, Thread]
+else:
+    # Generic only in the stubs: subscripting at runtime would need django-stubs-ext's
+    # monkeypatch, a development dependency.
+    AnyModelAdmin = admin.ModelAdmin
+    AnyThreadInline = admin.TabularInline
+
+BODY_PREVIEW = 80
+# Staff who may end an instance (R14). The change form itself stays read-only for everyone.
+END_INSTANCE_PERMISSION = "broker.change_instance"
+
+
+def preview(text: str) -> str:
+    return Truncator(text).chars(BODY_PREVIEW)
+
+
+# --- read-only bases ---------------------------------------------------------------------
+
+
+class ReadOnlyAdmin(AnyModelAdmin):
+    """Viewable by staff with the view permission; no add, change or delete for anyone."""
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def get_actions(self, request: HttpRequest) -> dict[str, Any]:
+        found = super().get_actions(request)
+        # Already filtered by the delete permission; removed outright so no change brings it back.
+        found.pop("delete_selected", None)
+        return found
+
+
+class ReadOnlyThreadInline(AnyThreadInline):
+    """A thread's rows on its page: shown, never added, changed or deleted."""
+
+    extra = 0
+    can_delete = False
+    ordering = ("id",)
+
+    def has_add_permission(self, request: HttpRequest, obj: Thread | None = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Thread | None = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Thread | None = None) -> bool:
+        return False
+
+
+# --- filters -----------------------------------------------------------------------------
+
+
+class OwnerKindFilter(admin.SimpleListFilter):
+    """Threads by owner kind: the tester's carry `tester`, the human's its username (R2)."""
+
+    title = "owner kind"
+    parameter_name = "owner_kind"
+    # Path from the listed model to the thread's owner.
+    owner_path = "owner"
+
+    def lookups(
+        self, request: HttpRequest, model_admin: admin.ModelAdmin[Any]
+    ) -> list[tuple[str, str]]:
+        return [("human", "human"), ("tester", "tester")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        if self.value() == "tester":
+            return queryset.filter(**{self.owner_path: TESTER})
+        if self.value() == "human":
+            # A human owner is a username that varies by business: any owner but the tester.
+            # Rows outside any thread have no owner and are neither.
+            return queryset.filter(**{f"{self.owner_path}__isnull": False}).exclude(
+                **{self.owner_path: TESTER}
+            )
+        return queryset
+
+
+class ThreadOwnerKindFilter(OwnerKindFilter):
+    owner_path = "thread__owner"
+
+
+class ClaimStateFilter(admin.SimpleListFilter):
+    """Open claims (a run holds the thread) or ended ones."""
+
+    title = "claim"
+    parameter_name = "state"
+
+    def lookups(
+        self, request: HttpRequest, model_admin: admin.ModelAdmin[Any]
+    ) -> list[tuple[str, str]]:
+        return [("open", "open"), ("ended", "ended")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        if self.value() == "open":
+            return queryset.filter(ended_at__isnull=True)
+        if self.value() == "ended":
+            return queryset.filter(ended_at__isnull=False)
+        return queryset
+
+
+class BusinessScopedFilter(admin.RelatedFieldListFilter):
+    """Projects and instances labelled `business / name`: names repeat across businesses."""
+
+    def field_choices(
+        self,
+        field: RelatedField[Any, Any],
+        request: HttpRequest,
+        model_admin: admin.ModelAdmin[Any],
+    ) -> list[tuple[str, _StrOrPromise]]:
+        related = cast(type[Model], field.related_model)
+        rows = related._default_manager.order_by("business__slug", "name").values_list(
+            "pk", "business__slug", "name"
+        )
+        return [(str(pk), f"{slug} / {name}") for pk, slug, name in rows]
+
+
+# --- configuration: businesses, roles, instances -----------------------------------------
+
+
+@admin.register(Business)
+class BusinessAdmin(ReadOnlyAdmin):
+    list_display = ("slug", "human", "tester_enabled", "default_instance")
+    list_filter = ("tester_enabled",)
+    search_fields = ("slug", "human")
+
+
+@admin.register(RoleDefinition)
+class RoleDefinitionAdmin(ReadOnlyAdmin):
+    list_display = ("name", "business", "receive_from", "send_to", "cross_role")
+    list_filter = ("business",)
+    list_select_related = ("business",)
+    search_fields = ("name",)
+
+
+@admin.register(Instance)
+class InstanceAdmin(ReadOnlyAdmin):
+    list_display = ("name", "business", "role", "open_claims")
+    list_filter = ("business",)
+    list_select_related = ("business", "role")
+    search_fields = ("name",)
+    actions = ("end_instances",)
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Instance]:
+        instances: QuerySet[Instance] = super().get_queryset(request)
+        return instances.annotate(
+            open_claim_count=Count("claims", filter=Q(claims__ended_at__isnull=True))
+        )
+
+    @admin.display(description="open claims", ordering="open_claim_count")
+    def open_claims(self, obj: Instance) -> int:
+        count: int = getattr(obj, "open_claim_count", 0)
+        return count
+
+    def has_end_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm(END_INSTANCE_PERMISSION)
+
+    @admin.action(description="End instance (R14)", permissions=["end"])
+    def end_instances(self, request: HttpRequest, queryset: QuerySet[Instance]) -> None:
+        """R14 through the broker: end every claim each instance holds, tester threads too."""
+        username = request.user.get_username()
+        ended_instances = 0
+        ended_claims = 0
+        for instance in queryset.order_by("pk"):
+            staff = Actor.staff(business_id=instance.business_id, username=username)
+            try:
+                ended = broker_actions.end_instance(staff, instance=instance.name)
+            except Refusal as refusal:
+                # A refusal is the staff member's answer, not a server error.
+                self.message_user(
+                    request, f"{instance}: {refusal.code}: {refusal.detail}", messages.ERROR
+                )
+                continue
+            ended_instances += 1
+            ended_claims += len(ended)
+        if ended_instances:
+            self.message_user(
+                request,
+                f"Ended {ended_instances} instance(s); {ended_claims} claim(s) ended.",
+                messages.SUCCESS,
+            )
+
+
+# --- projects and threads ----------------------------------------------------------------
+
+
+@admin.register(Project)
+class ProjectAdmin(ReadOnlyAdmin):
+    list_display = ("id", "name", "business", "created_by", "created_at")
+    list_filter = ("business",)
+    list_select_related = ("business",)
+    search_fields = ("name",)
+    date_hierarchy = "created_at"
+
+
+class MessageInline(ReadOnlyThreadInline):
+    model = Message
+    fields = ("id", "created_at", "from_role", "from_run", "to_role", "message_class", "body")
+    readonly_fields = fields
+    fk_name = "thread"
+
+
+class ThreadOpenInline(ReadOnlyThreadInline):
+    model = ThreadOpen
+    fields = ("id", "by", "at")
+    readonly_fields = fields
+
+
+class ThreadClaimInline(ReadOnlyThreadInline):
+    model = ThreadClaim
+    fields = (
+        "id",
+        "run",
+        "claimed_at",
+        "lease_expires_at",
+        "ended_at",
+        "ended_by",
+        "end_reason",
+    )
+    readonly_fields = fields
+
+
+@admin.register(Thread)
+class ThreadAdmin(ReadOnlyAdmin):
+    list_display = ("id", "name", "owner", "business", "project", "instance", "held", "created_at")
+    list_filter = (
+        OwnerKindFilter,
+        ("project__business", admin.RelatedFieldListFilter),
+        ("project", BusinessScopedFilter),
+        ("instance", BusinessScopedFilter),
+    )
+    list_select_related = ("project__business", "instance")
+    search_fields = ("name",)
+    date_hierarchy = "created_at"
+    readonly_fields = ("all_messages",)
+    inlines = (MessageInline, ThreadOpenInline, ThreadClaimInline)
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Thread]:
+        open_claim = ThreadClaim.objects.filter(thread=OuterRef("pk"), ended_at__isnull=True)
+        threads: QuerySet[Thread] = super().get_queryset(request)
+        return threads.annotate(is_held=Exists(open_claim))
+
+    @admin.display(description="business", ordering="project__business__slug")
+    def business(self, obj: Thread) -> str:
+        return obj.project.business.slug
+
+    @admin.display(description="held by a run", boolean=True, ordering="is_held")
+    def held(self, obj: Thread) -> bool:
+        return bool(getattr(obj, "is_held", False))
+
+    @admin.display(description="messages")
+    def all_messages(self, obj: Thread) -> SafeString:
+        url = reverse("admin:broker_message_changelist")
+        return format_html('<a href="{}?thread__id__exact={}">all messages</a>', url, obj.pk)
+
+
+@admin.register(ThreadOpen)
+class ThreadOpenAdmin(ReadOnlyAdmin):
+    list_display = ("id", "at", "thread", "by", "business")
+    list_filter = (
+        ThreadOwnerKindFilter,
+        ("thread__project__business", admin.RelatedFieldListFilter),
+    )
+    list_select_related = ("thread__project__business",)
+    search_fields = ("thread__name",)
+    date_hierarchy = "at"
+
+    @admin.display(description="business", ordering="thread__project__business__slug")
+    def business(self, obj: ThreadOpen) -> str:
+        return obj.thread.project.business.slug
+
+
+@admin.register(ThreadClaim)
+class ThreadClaimAdmin(ReadOnlyAdmin):
+    list_display = (
+        "id",
+        "thread",
+        "business",
+        "instance",
+        "run",
+        "claimed_at",
+        "lease_expires_at",
+        "ended_at",
+        "ended_by",
+        "end_reason",
+    )
+    list_filter = (
+        ClaimStateFilter,
+        ThreadOwnerKindFilter,
+        ("thread__project__business", admin.RelatedFieldListFilter),
+        ("instance", BusinessScopedFilter),
+    )
+    list_select_related = ("thread__project__business", "instance")
+    search_fields = ("thread__name", "run")
+    date_hierarchy = "claimed_at"
+
+    @admin.display(description="business", ordering="thread__project__business__slug")
+    def business(self, obj: ThreadClaim) -> str:
+        return obj.thread.project.business.slug
+
+
+# --- the record: messages, events, trail, tasks, decisions -------------------------------
+
+
+@admin.register(Message)
+class MessageAdmin(ReadOnlyAdmin):
+    list_display = (
+        "id",
+        "created_at",
+        "business",
+        "thread",
+        "from_role",
+        "from_run",
+        "to_role",
+        "message_class",
+        "body_preview",
+        "in_reply_to_id",
+    )
+    list_filter = (
+        "message_class",
+        ThreadOwnerKindFilter,
+        ("business", admin.RelatedFieldListFilter),
+        ("thread__project", BusinessScopedFilter),
+    )
+    list_select_related = ("business", "thread")
+    search_fields = ("body",)
+    date_hierarchy = "created_at"
+
+    @admin.display(description="body")
+    def body_preview(self, obj: Message) -> str:
+        return preview(obj.body)
+
+
+@admin.register(Event)
+class EventAdmin(ReadOnlyAdmin):
+    list_display = ("id", "at", "business", "kind", "body")
+    list_filter = ("kind", ("business", admin.RelatedFieldListFilter))
+    list_select_related = ("business",)
+    date_hierarchy = "at"
+
+
+@admin.register(TrailRow)
+class TrailRowAdmin(ReadOnlyAdmin):
+    list_display = ("id", "at", "business", "thread", "text_preview", "actor_role", "actor_run")
+    list_filter = (
+        ThreadOwnerKindFilter,
+        "tester_visible",
+        ("business", admin.RelatedFieldListFilter),
+    )
+    list_select_related = ("business", "thread")
+    search_fields = ("text",)
+    date_hierarchy = "at"
+
+    @admin.display(description="text")
+    def text_preview(self, obj: TrailRow) -> str:
+        return preview(obj.text)
+
+
+@admin.register(Task)
+class TaskAdmin(ReadOnlyAdmin):
+    list_display = ("id", "title", "business", "request_id", "created_by_run", "created_at")
+    list_filter = (("business", admin.RelatedFieldListFilter),)
+    list_select_related = ("business",)
+    search_fields = ("title",)
+    date_hierarchy = "created_at"
+
+
+@admin.register(Decision)
+class DecisionAdmin(ReadOnlyAdmin):
+    list_display = (
+        "id",
+        "created_at",
+        "business",
+        "thread",
+        "from_role",
+        "from_run",
+        "route_to",
+        "body_preview",
+    )
+    list_filter = (
+        "route_to",
+        ThreadOwnerKindFilter,
+        ("business", admin.RelatedFieldListFilter),
+    )
+    list_select_related = ("business", "thread")
+    search_fields = ("body",)
+    date_hierarchy = "created_at"
+
+    @admin.display(description="body")
+    def body_preview(self, obj: Decision) -> str:
+        return preview(obj.body)
+
+
+@admin.register(IdempotentWrite)
+class IdempotentWriteAdmin(ReadOnlyAdmin):
+    list_display = ("id", "created_at", "business", "owner", "key")
+    list_filter = (OwnerKindFilter, ("business", admin.RelatedFieldListFilter))
+    list_select_related = ("business",)
+    search_fields = ("key",)
+    date_hierarchy = "created_at"

@@ -1,0 +1,44 @@
+"""Taking up a thread and clearing dead runs' leases, as the runner does it."""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.utils import timezone
+
+from broker import actions
+from broker.actors import Actor
+from broker.models import Thread, ThreadClaim
+
+
+def try_claim(actor: Actor, *, thread_id: int) -> ThreadClaim | None:
+    """The run's new claim on the thread, or None when another run holds it or is taking it.
+
+    On PostgreSQL the thread row is locked with SKIP LOCKED first: a thread another worker is
+    claiming right now (or a turn being stored in it) is passed over instead of waited for,
+    so runners racing down the same list spread out rather than queue. `claim.open` then
+    re-checks everything under that lock; the one-open-claim constraint is the backstop.
+    SQLite has no row locks (Django leaves the clause out); its writers queue at BEGIN.
+    """
+    with transaction.atomic():
+        free = (
+            Thread.objects.select_for_update(skip_locked=True)
+            .filter(pk=thread_id)
+            .values_list("pk", flat=True)
+        )
+        if not list(free):
+            return None
+        return actions.open_claim(actor, thread_id=thread_id)
+
+
+def reap_expired(*, business_id: int | None = None) -> list[ThreadClaim]:
+    """End every open claim whose lease ran out, business by business (`claim.reap`)."""
+    expired = ThreadClaim.objects.filter(
+        ended_at__isnull=True, lease_expires_at__lte=timezone.now()
+    )
+    if business_id is not None:
+        expired = expired.filter(thread__project__business_id=business_id)
+    ended: list[ThreadClaim] = []
+    businesses = expired.values_list("thread__project__business_id", flat=True).distinct()
+    for business in sorted(set(businesses)):
+        ended += actions.reap_claims(Actor.system(business_id=business))
+    return ended

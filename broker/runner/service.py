@@ -1,0 +1,201 @@
+"""The runner: a dispatcher that finds pending threads and a pool of workers that run them.
+
+Usable in-process (`start()` / `stop(timeout)`, all threads, safe inside the ASGI server's
+process) and as its own process (`manage.py runassistant`). Any number of runners may work
+against one PostgreSQL database: the one-open-claim-per-thread constraint and `claim.open`
+decide who answers, and `one_result_per_message` backs that up.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import queue
+import secrets
+import threading
+import time
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import DatabaseError, close_old_connections, connection
+
+from broker.runner.backends import ReplyBackend, backend_from_settings
+from broker.runner.claims import reap_expired
+from broker.runner.lease import LeaseKeeper
+from broker.runner.pending import PendingThread, pending_threads
+from broker.runner.run import RunOutcome, run_thread
+
+logger = logging.getLogger("mosaic.runner")
+
+DEFAULT_CONCURRENCY = 8
+# How long an idle dispatcher waits before looking for work again, in seconds. A worker that
+# finishes (or `wake()`) cuts the wait short.
+POLL_INTERVAL = 0.1
+# The longest between two sweeps for dead runs' leases, in seconds.
+REAP_INTERVAL = 1.0
+
+
+class Runner:
+    """Answers pending messages, up to `concurrency` threads at once, until stopped."""
+
+    def __init__(
+        self,
+        *,
+        backend: ReplyBackend | None = None,
+        business_id: int | None = None,
+        instance: str | None = None,
+        concurrency: int = DEFAULT_CONCURRENCY,
+        poll_interval: float = POLL_INTERVAL,
+    ) -> None:
+        if concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        self.backend = backend if backend is not None else backend_from_settings()
+        self.business_id = business_id
+        self.instance = instance
+        self.concurrency = concurrency
+        self.poll_interval = poll_interval
+        self.name = f"run-{secrets.token_hex(3)}"
+        self._runs = itertools.count(1)
+        self._queue: queue.SimpleQueue[PendingThread | None] = queue.SimpleQueue()
+        self._busy: set[int] = set()
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._keeper: LeaseKeeper | None = None
+        self._lease_seconds = 0.0
+
+    def __str__(self) -> str:
+        scope = f"business {self.business_id}" if self.business_id is not None else "all"
+        if self.instance:
+            scope += f", instance {self.instance}"
+        return f"{self.name} ({scope}; backend {self.backend.name}; concurrency {self.concurrency})"
+
+    # --- control -----------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the dispatcher, the workers and the lease keeper; returns at once."""
+        if self._threads:
+            raise RuntimeError("runner already started")
+        self._lease_seconds = float(settings.MOSAIC_CLAIM_LEASE_SECONDS)
+        self._keeper = LeaseKeeper(lease_seconds=self._lease_seconds)
+        self._keeper.start()
+        self._threads = [
+            threading.Thread(target=self._dispatch, name=f"{self.name}-dispatch", daemon=True)
+        ] + [
+            threading.Thread(target=self._work, name=f"{self.name}-worker-{i}", daemon=True)
+            for i in range(self.concurrency)
+        ]
+        for thread in self._threads:
+            thread.start()
+        logger.info("runner %s started", self)
+
+    def stop(self, timeout: float | None = None) -> bool:
+        """Stop: cancel turns in flight, release their claims, join every thread.
+
+        Messages not answered stay pending for the next runner. True when every thread ended
+        within `timeout` seconds (daemon threads left behind never block the process's exit).
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        self._stopping.set()
+        self._wake.set()
+        if self._keeper is not None:
+            self._keeper.cancel_all()
+        while True:
+            try:
+                dropped = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if dropped is not None:
+                self._done(dropped)
+        for _ in range(self.concurrency):
+            self._queue.put(None)
+        for thread in self._threads:
+            thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        if self._keeper is not None:
+            self._keeper.stop(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        stopped = not any(thread.is_alive() for thread in self._threads)
+        logger.info("runner %s stopped%s", self.name, "" if stopped else " (threads left)")
+        return stopped
+
+    def wake(self) -> None:
+        """Look for work now (for example on a channel-layer nudge) instead of at the next poll."""
+        self._wake.set()
+
+    @property
+    def busy(self) -> frozenset[int]:
+        """The threads this runner is working on now."""
+        with self._lock:
+            return frozenset(self._busy)
+
+    # --- threads -----------------------------------------------------------------------
+
+    def _dispatch(self) -> None:
+        next_reap = 0.0
+        try:
+            while not self._stopping.is_set():
+                self._wake.clear()
+                close_old_connections()
+                try:
+                    if time.monotonic() >= next_reap:
+                        reap_expired(business_id=self.business_id)
+                        next_reap = time.monotonic() + min(REAP_INTERVAL, self._lease_seconds / 3)
+                    self._fill()
+                except DatabaseError:
+                    logger.warning("runner %s could not reach the database", self.name)
+                self._wake.wait(self.poll_interval)
+        finally:
+            connection.close()
+
+    def _fill(self) -> None:
+        """Queue pending threads for the idle workers."""
+        with self._lock:
+            busy = set(self._busy)
+        free = self.concurrency - len(busy)
+        if free <= 0:
+            return
+        for candidate in pending_threads(
+            limit=free,
+            business_id=self.business_id,
+            instance=self.instance,
+            exclude=busy,
+            retry_after=timedelta(seconds=self._lease_seconds),
+        ):
+            with self._lock:
+                self._busy.add(candidate.thread_id)
+            self._queue.put(candidate)
+
+    def _work(self) -> None:
+        try:
+            while (candidate := self._queue.get()) is not None:
+                try:
+                    if not self._stopping.is_set():
+                        self._run(candidate)
+                finally:
+                    # Each unit of work gives its connection back: nothing idles in a
+                    # transaction or holds a connection across the ASGI server's lifetime.
+                    connection.close()
+                    self._done(candidate)
+        finally:
+            connection.close()
+
+    def _run(self, candidate: PendingThread) -> RunOutcome | None:
+        assert self._keeper is not None
+        close_old_connections()
+        try:
+            return run_thread(
+                candidate,
+                run=f"{self.name}-{next(self._runs)}",
+                backend=self.backend,
+                keeper=self._keeper,
+                shutting_down=self._stopping,
+            )
+        except Exception:
+            # Claiming failed (database unavailable, a lock timeout): the next scan retries.
+            logger.exception("runner %s: thread %s not taken up", self.name, candidate.thread_id)
+            return None
+
+    def _done(self, candidate: PendingThread) -> None:
+        with self._lock:
+            self._busy.discard(candidate.thread_id)
+        self._wake.set()

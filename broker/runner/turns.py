@@ -1,0 +1,99 @@
+"""A turn as a reply backend sees it: the message to answer and the thread's history before it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db.models import Q
+from django.db.models.functions import Coalesce
+
+from broker.models import TESTER, Message, MessageClass
+
+# SPEC §7: a tester turn's prompt begins with this line, whichever backend answers it.
+TESTER_LINE = "This message is from a tester running a product test; it authorizes nothing."
+
+# How many earlier messages of the thread a backend is shown (the newest of them).
+HISTORY_LIMIT = 100
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One earlier message of the thread."""
+
+    message_id: int
+    from_role: str
+    to_role: str
+    message_class: str
+    body: str
+
+    @property
+    def is_turn(self) -> bool:
+        return self.message_class == MessageClass.REQUEST
+
+    @property
+    def is_reply(self) -> bool:
+        return self.message_class == MessageClass.RESULT
+
+
+@dataclass(frozen=True)
+class Turn:
+    """The message a run answers, with what came before it in its thread (oldest first)."""
+
+    message_id: int
+    thread_id: int
+    thread_name: str
+    instance: str
+    from_role: str
+    body: str
+    # The `human.input` event a human's turn wrote (R7); None for a tester's turn.
+    request_id: int | None
+    # 1 for the thread's first turn, 2 for the next, …
+    number: int
+    history: tuple[Entry, ...]
+
+    @property
+    def is_tester(self) -> bool:
+        return self.from_role == TESTER
+
+    @property
+    def earlier_turns(self) -> tuple[Entry, ...]:
+        return tuple(entry for entry in self.history if entry.is_turn)
+
+
+def read_turn(message: Message, *, history_limit: int = HISTORY_LIMIT) -> Turn:
+    """The turn for a pending thread message: two queries (history, turn count).
+
+    The history is the thread as a transcript up to this turn: every earlier message, each
+    reply placed right after the turn it answers (a reply stored after this turn was sent
+    still belongs before it), and nothing that came later.
+    """
+    thread = message.thread
+    assert thread is not None, "a turn is a thread message"
+    earlier = Message.objects.filter(thread=thread).filter(
+        Q(pk__lt=message.pk) | Q(in_reply_to__lt=message.pk)
+    )
+    transcript = earlier.annotate(place=Coalesce("in_reply_to", "pk"))
+    newest_first = transcript.order_by("-place", "-pk").values_list(
+        "pk", "from_role", "to_role", "message_class", "body"
+    )[:history_limit]
+    history = tuple(
+        Entry(message_id=pk, from_role=frm, to_role=to, message_class=cls, body=body)
+        for pk, frm, to, cls, body in reversed(list(newest_first))
+    )
+    number = (
+        Message.objects.filter(
+            thread=thread, pk__lt=message.pk, message_class=MessageClass.REQUEST
+        ).count()
+        + 1
+    )
+    return Turn(
+        message_id=message.pk,
+        thread_id=thread.pk,
+        thread_name=thread.name,
+        instance=message.to_role,
+        from_role=message.from_role,
+        body=message.body,
+        request_id=message.request_id,
+        number=number,
+        history=history,
+    )

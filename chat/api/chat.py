@@ -1,0 +1,255 @@
+"""The chat API of SPEC §6: projects, threads, turns, opens, the stop, and the actor's reads.
+
+Each view parses its input, calls one broker function with the listener's actor, and
+serialises the answer. Who may do what is the broker's to say.
+"""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from broker import actions, selectors
+from chat.api import shapes
+from chat.api.base import ChatView
+from chat.api.docs import ERRORS, LIST_PARAMETERS
+from chat.api.inputs import ListQuery, StrictId, StrictInput, StrictString, list_query, parse
+
+
+class ProjectsView(ChatView):
+    """The business's projects; both sides see them all."""
+
+    class ProjectCreateInput(StrictInput):
+        name = StrictString()
+
+    @extend_schema(
+        operation_id="projects_list",
+        parameters=LIST_PARAMETERS,
+        responses={
+            200: inline_serializer("Projects", {"projects": shapes.ProjectOut(many=True)}),
+            **ERRORS,
+        },
+    )
+    def get(self, request: Request) -> Response:
+        projects = selectors.list_projects(self.actor(), **list_query(request))
+        return Response({"projects": shapes.ProjectOut(projects, many=True).data})
+
+    @extend_schema(
+        operation_id="projects_create",
+        request=ProjectCreateInput,
+        responses={
+            201: inline_serializer("ProjectCreated", {"project": shapes.ProjectOut()}),
+            **ERRORS,
+        },
+    )
+    def post(self, request: Request) -> Response:
+        def write() -> Response:
+            data = parse(self.ProjectCreateInput, request.data)
+            project = actions.create_project(self.actor(), name=data["name"])
+            return Response({"project": shapes.ProjectOut(project).data}, status=201)
+
+        return self.answer_once(request, write)
+
+
+class ThreadsView(ChatView):
+    """The actor's own threads (R3), and new ones (R2)."""
+
+    class ThreadListQuery(ListQuery):
+        project = serializers.IntegerField(required=False, min_value=1, max_value=2**63 - 1)
+        q = serializers.CharField(required=False, max_length=200)
+
+    class ThreadCreateInput(StrictInput):
+        project = StrictId()
+        name = StrictString()
+        instance = StrictString(required=False)
+
+    @extend_schema(
+        operation_id="threads_list",
+        parameters=[
+            *LIST_PARAMETERS,
+            OpenApiParameter("project", int, description="Only this project's threads."),
+            OpenApiParameter(
+                "q", str, description="Search the names and messages of your threads."
+            ),
+        ],
+        responses={
+            200: inline_serializer("Threads", {"threads": shapes.ThreadOut(many=True)}),
+            **ERRORS,
+        },
+    )
+    def get(self, request: Request) -> Response:
+        query = list_query(request, self.ThreadListQuery)
+        threads = selectors.list_threads(
+            self.actor(),
+            project_id=query.pop("project", None),
+            query=query.pop("q", None),
+            **query,
+        )
+        return Response({"threads": shapes.ThreadOut(threads, many=True).data})
+
+    @extend_schema(
+        operation_id="threads_create",
+        request=ThreadCreateInput,
+        responses={
+            201: inline_serializer("ThreadCreated", {"thread": shapes.ThreadOut()}),
+            **ERRORS,
+        },
+    )
+    def post(self, request: Request) -> Response:
+        def write() -> Response:
+            data = parse(self.ThreadCreateInput, request.data)
+            thread = actions.create_thread(
+                self.actor(),
+                project_id=data["project"],
+                name=data["name"],
+                instance=data.get("instance"),
+            )
+            return Response({"thread": shapes.ThreadOut(thread).data}, status=201)
+
+        return self.answer_once(request, write)
+
+
+class ThreadMessagesView(ChatView):
+    """A thread's messages, oldest first, and a new turn in it (R1, R6, R7)."""
+
+    class TurnInput(StrictInput):
+        body = StrictString()
+
+    @extend_schema(
+        operation_id="thread_messages_list",
+        parameters=LIST_PARAMETERS,
+        responses={
+            200: inline_serializer("ThreadMessages", {"messages": shapes.MessageOut(many=True)}),
+            **ERRORS,
+        },
+    )
+    def get(self, request: Request, thread_id: int) -> Response:
+        messages = selectors.thread_messages(
+            self.actor(), thread_id=thread_id, **list_query(request)
+        )
+        return Response({"messages": shapes.MessageOut(messages, many=True).data})
+
+    @extend_schema(
+        operation_id="thread_messages_send",
+        request=TurnInput,
+        responses={
+            201: inline_serializer(
+                "TurnSent",
+                {
+                    "message": shapes.MessageOut(),
+                    "request": serializers.IntegerField(allow_null=True),
+                },
+            ),
+            **ERRORS,
+        },
+    )
+    def post(self, request: Request, thread_id: int) -> Response:
+        def write() -> Response:
+            data = parse(self.TurnInput, request.data)
+            turn = actions.send_to_thread(self.actor(), thread_id=thread_id, body=data["body"])
+            return Response(
+                {"message": shapes.MessageOut(turn.message).data, "request": turn.request},
+                status=201,
+            )
+
+        return self.answer_once(request, write)
+
+
+class ThreadOpenView(ChatView):
+    """Record that the actor opened its own thread (R2: `by = owner`)."""
+
+    class ThreadOpenInput(StrictInput):
+        pass
+
+    @extend_schema(
+        operation_id="thread_open",
+        request=ThreadOpenInput,
+        responses={200: inline_serializer("Opened", {"open": shapes.OpenOut()}), **ERRORS},
+    )
+    def post(self, request: Request, thread_id: int) -> Response:
+        def write() -> Response:
+            parse(self.ThreadOpenInput, request.data)
+            opened = actions.open_thread(self.actor(), thread_id=thread_id)
+            return Response({"open": shapes.OpenOut(opened).data})
+
+        return self.answer_once(request, write)
+
+
+class StopView(ChatView):
+    """R13: end the assistant runs on the actor's own threads."""
+
+    allowed_without_send = True
+
+    class AssistantStopInput(StrictInput):
+        instance = StrictString(required=False)
+
+    @extend_schema(
+        operation_id="assistant_stop",
+        request=AssistantStopInput,
+        responses={
+            200: inline_serializer("Stopped", {"stopped": shapes.StoppedOut(many=True)}),
+            **ERRORS,
+        },
+    )
+    def post(self, request: Request) -> Response:
+        def write() -> Response:
+            data = parse(self.AssistantStopInput, request.data)
+            stopped = actions.stop_assistant(self.actor(), instance=data.get("instance"))
+            return Response({"stopped": shapes.StoppedOut(stopped, many=True).data})
+
+        return self.answer_once(request, write)
+
+
+class MessagesView(ChatView):
+    """The actor's messages view and its count: what is addressed to it (R12, R20)."""
+
+    @extend_schema(
+        operation_id="messages_view",
+        parameters=LIST_PARAMETERS,
+        responses={
+            200: inline_serializer(
+                "MessagesView",
+                {"messages": shapes.MessageOut(many=True), "count": serializers.IntegerField()},
+            ),
+            **ERRORS,
+        },
+    )
+    def get(self, request: Request) -> Response:
+        view = selectors.messages_view(self.actor(), **list_query(request))
+        return Response(
+            {"messages": shapes.MessageOut(view.rows, many=True).data, "count": view.count}
+        )
+
+
+class InboxView(ChatView):
+    """R19: decisions routed to the human."""
+
+    @extend_schema(
+        operation_id="inbox",
+        parameters=LIST_PARAMETERS,
+        responses={
+            200: inline_serializer("Inbox", {"decisions": shapes.DecisionOut(many=True)}),
+            **ERRORS,
+        },
+    )
+    def get(self, request: Request) -> Response:
+        decisions = selectors.read_inbox(self.actor(), **list_query(request))
+        return Response({"decisions": shapes.DecisionOut(decisions, many=True).data})
+
+
+class TrailView(ChatView):
+    """The trail (R16 labels; R20: the tester reads only its own rows)."""
+
+    @extend_schema(
+        operation_id="trail",
+        parameters=LIST_PARAMETERS,
+        responses={
+            200: inline_serializer("Trail", {"rows": shapes.TrailRowOut(many=True)}),
+            **ERRORS,
+        },
+    )
+    def get(self, request: Request) -> Response:
+        rows = selectors.read_trail(self.actor(), **list_query(request))
+        return Response({"rows": shapes.TrailRowOut(rows, many=True).data})

@@ -1,0 +1,212 @@
+"""Live streams of the Console: the trail and one thread's messages (SPEC §6, L7).
+
+The database is the record and a push is only a nudge (`broker.events`): on connect a consumer
+joins its group first and then reads every row after the client's `after` cursor; each nudge
+reads again after the last id it sent. So rows arrive in id order, none twice, and a dropped or
+reordered push loses nothing. Every read goes through the broker's own verbs, with the actor the
+listener bound (L5), so the owner check (R1) and the trail's scoping (R20) hold here as they do
+over HTTP.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+from typing import Any
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
+
+from broker import events, refusals, selectors
+from broker.access import access_human_actor, access_tester_actor
+from broker.actors import Actor
+from broker.refusals import Refusal
+from chat.api import shapes
+from chat.errors import close_code
+
+logger = logging.getLogger("mosaic.chat")
+
+FRAME_MAX = 4096
+BATCH = 500
+
+
+def session_group(session_key: str) -> str:
+    """The group of every socket opened with one session (the key itself is never a name)."""
+    return "session." + hashlib.sha256(session_key.encode()).hexdigest()[:40]
+
+
+def actor_for(scope: dict[str, Any], listener: str) -> Actor:
+    """The listener's actor: always the tester on its listener (L5), else the signed-in human."""
+    if listener == "tester":
+        return access_tester_actor(business_slug=settings.MOSAIC_TESTER_BUSINESS)
+    user = scope.get("user")
+    if user is None or not user.is_authenticated or not user.is_active:
+        raise Refusal(refusals.NOT_AUTHENTICATED, "Sign in first.")
+    return access_human_actor(username=user.get_username())
+
+
+def cursor(scope: dict[str, Any]) -> int:
+    """The `after` query parameter: a non-negative id, 0 when absent."""
+    from urllib.parse import parse_qs
+
+    values = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("after", ["0"])
+    if len(values) != 1 or not values[0].isdigit() or len(values[0]) > 18:
+        raise Refusal(refusals.INVALID, "after must be one non-negative id.")
+    return int(values[0])
+
+
+class StreamConsumer(AsyncWebsocketConsumer):
+    """A stream of rows after a cursor: replay from the database, then live, in id order."""
+
+    frame_type = ""
+
+    def __init__(self, *, listener: str, **kwargs: Any) -> None:
+        # Bound per listener by its routes (`as_asgi(listener=…)`), never read from the request.
+        super().__init__(**kwargs)
+        self.listener = listener
+
+    async def connect(self) -> None:
+        try:
+            self.actor = await database_sync_to_async(actor_for)(self.scope, self.listener)
+            self.last_id = cursor(self.scope)
+            await database_sync_to_async(self.authorise)()
+        except Refusal as refusal:
+            await self.close(code=close_code(refusal.code))
+            return
+        self.wanted = asyncio.Event()
+        self.groups_joined = [self.group_name(), *self.session_groups()]
+        for group in self.groups_joined:
+            await self.channel_layer.group_add(group, self.channel_name)
+        await self.accept()
+        # Joined before the first read: a row committed from here on nudges us, and the read
+        # below or the next one after it finds it; the cursor keeps each row to one frame.
+        self.sender = asyncio.create_task(self.send_rows())
+        self.wanted.set()
+
+    async def disconnect(self, code: int) -> None:
+        for group in getattr(self, "groups_joined", []):
+            await self.channel_layer.group_discard(group, self.channel_name)
+        sender = getattr(self, "sender", None)
+        if sender is not None:
+            sender.cancel()
+
+    def session_groups(self) -> list[str]:
+        session = self.scope.get("session")
+        key = getattr(session, "session_key", None) if self.listener == "human" else None
+        return [session_group(key)] if key else []
+
+    # --- what each stream defines ---
+
+    def group_name(self) -> str:
+        raise NotImplementedError
+
+    def authorise(self) -> None:
+        """Refuse the connection as the broker would refuse the read (runs in a thread)."""
+
+    def rows_after(self, after: int) -> list[dict[str, Any]]:
+        raise NotImplementedError
+
+    # --- the loop ---
+
+    async def send_rows(self) -> None:
+        """Coalesce nudges: while a read runs, further nudges ask for one more read."""
+        try:
+            while True:
+                await self.wanted.wait()
+                self.wanted.clear()
+                while True:
+                    rows = await database_sync_to_async(self.rows_after)(self.last_id)
+                    for row in rows:
+                        await self.send(text_data=json.dumps({"type": self.frame_type, **row}))
+                        self.last_id = self.row_id(row)
+                    if len(rows) < BATCH:
+                        break
+        except Refusal as refusal:
+            # Access ended (signed out, tester switched off): the socket ends with it.
+            await self.close(code=close_code(refusal.code))
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            logger.exception("stream failed")
+            await self.close(code=close_code(refusals.UNAVAILABLE))
+
+    def row_id(self, row: dict[str, Any]) -> int:
+        raise NotImplementedError
+
+    async def nudge(self, event: dict[str, Any]) -> None:
+        self.wanted.set()
+
+    # Channel-layer message types (`broker.events`) map to handler names with `.` as `_`.
+    trail_nudge = nudge
+    thread_nudge = nudge
+
+    async def session_ended(self, event: dict[str, Any]) -> None:
+        await self.close(code=close_code(refusals.NOT_AUTHENTICATED))
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        """Clients may ping; any other frame is answered with an error, and the socket lives on."""
+        if bytes_data is not None or text_data is None:
+            await self.error(refusals.INVALID, "Frames are JSON text.")
+            return
+        if len(text_data) > FRAME_MAX:
+            await self.error(refusals.TOO_LARGE, f"Frames are at most {FRAME_MAX} characters.")
+            return
+        try:
+            frame = json.loads(text_data)
+        except ValueError:
+            await self.error(refusals.INVALID, "The frame is not JSON.")
+            return
+        if not isinstance(frame, dict) or frame.get("type") != "ping":
+            await self.error(refusals.INVALID, 'The only frame a client sends is {"type": "ping"}.')
+            return
+        await self.send(text_data=json.dumps({"type": "pong", "last": self.last_id}))
+
+    async def error(self, code: str, detail: str) -> None:
+        await self.send(text_data=json.dumps({"type": "error", "error": code, "detail": detail}))
+
+
+class TrailConsumer(StreamConsumer):
+    """`/ws/trail/`: every trail row the actor may read (R16 labels, R20 scoping)."""
+
+    frame_type = "trail.row"
+
+    def group_name(self) -> str:
+        return events.trail_group(self.actor.business_id)
+
+    def authorise(self) -> None:
+        selectors.read_trail(self.actor, after=self.last_id, limit=1)
+
+    def rows_after(self, after: int) -> list[dict[str, Any]]:
+        rows = selectors.read_trail(self.actor, after=after, limit=BATCH)
+        return [{"row": shapes.TrailRowOut(row).data} for row in rows]
+
+    def row_id(self, row: dict[str, Any]) -> int:
+        return int(row["row"]["id"])
+
+
+class ThreadConsumer(StreamConsumer):
+    """`/ws/chat/threads/ID/`: one thread's messages, to its owner only (R1)."""
+
+    frame_type = "message"
+
+    @property
+    def thread_id(self) -> int:
+        return int(self.scope["url_route"]["kwargs"]["thread_id"])
+
+    def group_name(self) -> str:
+        return events.thread_group(self.thread_id)
+
+    def authorise(self) -> None:
+        selectors.thread_messages(self.actor, thread_id=self.thread_id, after=self.last_id, limit=1)
+
+    def rows_after(self, after: int) -> list[dict[str, Any]]:
+        messages = selectors.thread_messages(
+            self.actor, thread_id=self.thread_id, after=after, limit=BATCH
+        )
+        return [{"message": shapes.MessageOut(message).data} for message in messages]
+
+    def row_id(self, row: dict[str, Any]) -> int:
+        return int(row["message"]["id"])

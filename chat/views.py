@@ -1,0 +1,36 @@
+"""Django-level answers of both listeners: JSON errors outside DRF."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
+from django.views.decorators.csrf import ensure_csrf_cookie
+
+from broker import refusals
+from chat.errors import error_response
+
+
+def not_found(request: HttpRequest, exception: Exception | None = None) -> JsonResponse:
+    return error_response(refusals.NOT_FOUND, "No such route.")
+
+
+def bad_request(request: HttpRequest, exception: Exception | None = None) -> JsonResponse:
+    return error_response(refusals.INVALID, "Bad request.")
+
+
+def server_error(request: HttpRequest, *args: Any) -> JsonResponse:
+    # Never expected: every known failure has its own code. Still an error body, never a page.
+    return JsonResponse({"error": "server-error", "detail": "Something went wrong."}, status=500)
+
+
+def csrf_failure(request: HttpRequest, reason: str = "") -> JsonResponse:
+    return error_response(refusals.CSRF_FAILED, f"CSRF check failed: {reason}")
+
+
+@ensure_csrf_cookie
+def console(request: HttpRequest) -> HttpResponse:
+    """The Console page of the listener it is served on; its data comes from the chat API."""
+    listener = getattr(request, "listener", "human")
+    return render(request, "console.html", {"listener": listener})

@@ -1,0 +1,279 @@
+"""The two listeners as ASGI applications, and the guards that run before any routing.
+
+- The human listener refuses any request carrying `X-Mosaic-Tester`, HTTP or WebSocket (L1).
+- The tester listener answers only loopback clients and `Host: 127.0.0.1:PORT` (L8).
+- Both cap request bodies (`too-large`) and mark the scope with their name, which Django's
+  `ListenerMiddleware` reads to pick the listener's urlconf. The mark is set here, on the
+  server side: no header can forge it.
+
+`by_port` serves both from one process, choosing by the port the connection arrived on (the
+server socket's, never a header).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+from django.conf import settings
+
+from broker import refusals
+from chat.errors import STATUS, body, close_code
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+LISTENER_KEY = "mosaic.listener"
+TESTER_HEADER = b"x-mosaic-tester"
+LOOPBACK = frozenset({"127.0.0.1", "::1"})
+
+
+def _normalised(name: bytes) -> bytes:
+    return name.strip().lower().replace(b"_", b"-")
+
+
+async def refuse(scope: Scope, send: Send, code: str, detail: str, **headers: str) -> None:
+    """Answer an HTTP request with the error body, or close a WebSocket before accepting it."""
+    if scope["type"] == "websocket":
+        await send({"type": "websocket.close", "code": close_code(code), "reason": code})
+        return
+    if scope["type"] != "http":
+        return
+    payload = json.dumps(body(code, detail)).encode()
+    extra = [(name.replace("_", "-").encode(), value.encode()) for name, value in headers.items()]
+    await send(
+        {
+            "type": "http.response.start",
+            "status": STATUS[code],
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(payload)).encode()),
+                *extra,
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": payload})
+
+
+def refuse_tester_header(app: ASGIApp) -> ASGIApp:
+    """L1: the human listener refuses `X-Mosaic-Tester` (any value, empty included, any
+    spelling) before routing, so the broker is never called."""
+
+    async def guard(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] in ("http", "websocket") and any(
+            _normalised(name) == TESTER_HEADER for name, _ in scope.get("headers", [])
+        ):
+            await refuse(
+                scope,
+                send,
+                refusals.TESTER_LISTENER_REQUIRED,
+                "Tester traffic goes to the tester listener.",
+            )
+            return
+        await app(scope, receive, send)
+
+    return guard
+
+
+def tester_host_only(app: ASGIApp) -> ASGIApp:
+    """L8: loopback clients only, and `Host: 127.0.0.1:PORT` (DNS rebinding). A page request
+    for `localhost:PORT` is sent to the same path on `127.0.0.1:PORT`."""
+
+    async def guard(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await app(scope, receive, send)
+            return
+        port = settings.MOSAIC_TESTER_PORT
+        client = scope.get("client") or ("", 0)
+        hosts = [value for name, value in scope.get("headers", []) if name.lower() == b"host"]
+        host = hosts[0].decode("latin-1") if len(hosts) == 1 else ""
+        if client[0] not in LOOPBACK:
+            await refuse(
+                scope, send, refusals.HOST_REFUSED, "The tester listener is loopback only."
+            )
+            return
+        if host == f"127.0.0.1:{port}":
+            await app(scope, receive, send)
+            return
+        if host == f"localhost:{port}" and scope["type"] == "http" and scope["method"] == "GET":
+            await _redirect(send, f"http://127.0.0.1:{port}{scope.get('path', '/')}")
+            return
+        await refuse(scope, send, refusals.HOST_REFUSED, f"Use http://127.0.0.1:{port}.")
+
+    return guard
+
+
+async def _redirect(send: Send, location: str) -> None:
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 302,
+            "headers": [(b"location", location.encode()), (b"content-length", b"0")],
+        }
+    )
+    await send({"type": "http.response.body", "body": b""})
+
+
+def capped_body(app: ASGIApp) -> ASGIApp:
+    """Refuse an HTTP request body over MOSAIC_REQUEST_MAX_BYTES (`too-large`), whether it
+    declares its length or streams in chunks, before the application reads any of it."""
+
+    async def guard(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await app(scope, receive, send)
+            return
+        limit: int = settings.MOSAIC_REQUEST_MAX_BYTES
+        for name, value in scope.get("headers", []):
+            if name.lower() == b"content-length" and (
+                not value.strip().isdigit() or int(value) > limit
+            ):
+                await refuse(scope, send, refusals.TOO_LARGE, f"The body is over {limit} bytes.")
+                return
+        chunks: list[Message] = []
+        size = 0
+        while True:
+            message = await receive()
+            chunks.append(message)
+            if message["type"] != "http.request":
+                break
+            size += len(message.get("body", b""))
+            if size > limit:
+                await refuse(scope, send, refusals.TOO_LARGE, f"The body is over {limit} bytes.")
+                return
+            if not message.get("more_body", False):
+                break
+
+        async def replay() -> Message:
+            return chunks.pop(0) if chunks else await receive()
+
+        await app(scope, replay, send)
+
+    return guard
+
+
+def named(listener: str, app: ASGIApp) -> ASGIApp:
+    """Mark every scope with the listener's name (read by `mosaic.middleware`)."""
+
+    async def marked(scope: Scope, receive: Receive, send: Send) -> None:
+        await app({**scope, LISTENER_KEY: listener}, receive, send)
+
+    return marked
+
+
+def delivering_pushes(app: ASGIApp) -> ASGIApp:
+    """Tell the broker which event loop serves the consumers (`broker.events.deliver_on`)."""
+    from broker import events
+
+    async def serve(scope: Scope, receive: Receive, send: Send) -> None:
+        loop = asyncio.get_running_loop()
+        if events._server_loop is not loop:
+            events.deliver_on(loop)
+        await app(scope, receive, send)
+
+    return serve
+
+
+def by_port(*, human: ASGIApp, tester: ASGIApp) -> ASGIApp:
+    """One process, both listeners: the tester port's connections go to the tester listener."""
+
+    async def route(scope: Scope, receive: Receive, send: Send) -> None:
+        server = scope.get("server") or ("", None)
+        if server[1] == settings.MOSAIC_TESTER_PORT:
+            await tester(scope, receive, send)
+        else:
+            await human(scope, receive, send)
+
+    return route
+
+
+def websocket_origin_only(allowed: Callable[[], list[str]], app: ASGIApp) -> ASGIApp:
+    """L7: a WebSocket opens only from an allowed origin, matched whole (`scheme://host:port`).
+    Django's HTTP middleware never runs for a WebSocket, so this is its CSRF check."""
+
+    async def guard(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "websocket":
+            origins = [v for k, v in scope.get("headers", []) if k.lower() == b"origin"]
+            origin = origins[0].decode("latin-1") if len(origins) == 1 else ""
+            if origin not in allowed():
+                await refuse(scope, send, refusals.ORIGIN_REFUSED, "Origin not allowed.")
+                return
+        await app(scope, receive, send)
+
+    return guard
+
+
+async def _no_such_socket(scope: Scope, receive: Receive, send: Send) -> None:
+    await refuse(scope, send, refusals.NOT_FOUND, "No such WebSocket.")
+
+
+def websocket_routes(listener: str) -> ASGIApp:
+    """The Console's two streams, with the listener's actor bound in (L5)."""
+    from channels.routing import URLRouter
+    from django.urls import path, re_path
+
+    import chat.routes  # noqa: F401  (registers the `id` path converter)
+    from chat.consumers import ThreadConsumer, TrailConsumer
+
+    return URLRouter(  # type: ignore[no-any-return]
+        [
+            path("ws/trail/", TrailConsumer.as_asgi(listener=listener)),
+            path("ws/chat/threads/<id:thread_id>/", ThreadConsumer.as_asgi(listener=listener)),
+            re_path(r"", _no_such_socket),
+        ]
+    )
+
+
+def human_origins() -> list[str]:
+    return list(settings.MOSAIC_HUMAN_ORIGINS)
+
+
+def tester_origins() -> list[str]:
+    return [f"http://127.0.0.1:{settings.MOSAIC_TESTER_PORT}"]
+
+
+def build_human_application(django_http: ASGIApp) -> ASGIApp:
+    """The human listener: L1 first, then HTTP (Django, static files) and WebSockets (L7,
+    the session's user)."""
+    from channels.auth import AuthMiddlewareStack
+    from channels.routing import ProtocolTypeRouter
+    from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
+
+    return delivering_pushes(
+        refuse_tester_header(
+            ProtocolTypeRouter(
+                {
+                    "http": named("human", capped_body(ASGIStaticFilesHandler(django_http))),
+                    "websocket": named(
+                        "human",
+                        websocket_origin_only(
+                            human_origins, AuthMiddlewareStack(websocket_routes("human"))
+                        ),
+                    ),
+                }
+            )
+        )
+    )
+
+
+def build_tester_application(django_http: ASGIApp) -> ASGIApp:
+    """The tester listener: L8 first, then HTTP and WebSockets (L7); no session is read."""
+    from channels.routing import ProtocolTypeRouter
+    from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
+
+    return delivering_pushes(
+        tester_host_only(
+            ProtocolTypeRouter(
+                {
+                    "http": named("tester", capped_body(ASGIStaticFilesHandler(django_http))),
+                    "websocket": named(
+                        "tester", websocket_origin_only(tester_origins, websocket_routes("tester"))
+                    ),
+                }
+            )
+        )
+    )

@@ -1,0 +1,29 @@
+"""Which listener a request arrived on, and that listener's urlconf."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from django.http import HttpRequest, HttpResponseBase
+
+from mosaic.listeners import LISTENER_KEY
+
+URLCONFS = {"human": "mosaic.urls", "tester": "tester.urls"}
+
+
+class ListenerMiddleware:
+    """Sets `request.listener` from the ASGI scope's mark, and the listener's urlconf.
+
+    A request without the mark (no ASGI listener in front, as under Django's test client) is
+    the human listener's: the one that needs a signed-in human for everything.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
+        scope = getattr(request, "scope", None) or {}
+        listener = scope.get(LISTENER_KEY, "human")
+        request.listener = listener  # type: ignore[attr-defined]
+        request.urlconf = URLCONFS[listener]  # type: ignore[attr-defined]
+        return self.get_response(request)

@@ -1,0 +1,111 @@
+"""The tester listener's request gates (L3, L4, L5).
+
+The tester listener has no sign-in: every request there is the tester, built on its own by
+`TesterListenerAuthentication` and never from a human (L5). Writes pass the fence (L4) and L3's
+checks before any broker call.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from rest_framework.authentication import BaseAuthentication
+from rest_framework.permissions import BasePermission
+from rest_framework.request import Request
+
+from broker import refusals
+from broker.access import access_tester_actor
+from broker.actors import Actor
+from chat.gates import JsonBody, SameOriginFetch, is_write
+
+# L4: the only routes a tester write may reach — the chat writes and the tester's stop.
+TESTER_WRITE_ROUTES = frozenset(
+    {"chat-projects", "chat-threads", "chat-thread-messages", "chat-thread-open", "chat-stop"}
+)
+# Proxy user headers the tester listener refuses outright, whatever their spelling.
+_PROXY_HEADERS = ("x-user",)
+
+
+class TesterPrincipal:
+    """DRF's `request.user` on the tester listener; the actor is what the views use."""
+
+    is_authenticated = True
+    is_active = True
+    username = "tester"
+
+    def get_username(self) -> str:
+        return self.username
+
+
+class TesterListenerAuthentication(BaseAuthentication):
+    """L5: every request on the tester listener is the tester (`tester-off` while it is off)."""
+
+    def authenticate(self, request: Request) -> tuple[TesterPrincipal, Actor]:
+        return TesterPrincipal(), access_tester_actor(business_slug=settings.MOSAIC_TESTER_BUSINESS)
+
+
+class TesterActorRequired(BasePermission):
+    """L5: a tester-listener view that finds any other actor refuses."""
+
+    message = "The tester listener serves only the tester."
+    code = refusals.TESTER_REQUIRED
+
+    def has_permission(self, request: Request, view: Any) -> bool:
+        return isinstance(request.auth, Actor) and request.auth.is_tester
+
+
+class TesterFence(BasePermission):
+    """L4: a tester write is a POST to an allow-listed route, exactly."""
+
+    message = "The tester listener permits only chat writes and the tester's stop."
+    code = refusals.TESTER_REFUSED
+
+    def has_permission(self, request: Request, view: Any) -> bool:
+        match = request.resolver_match
+        return not is_write(request) or (
+            request.method == "POST" and match is not None and match.url_name in TESTER_WRITE_ROUTES
+        )
+
+
+def _normalised(name: str) -> str:
+    return name.strip().lower().replace("_", "-")
+
+
+class NoProxyUserHeader(BasePermission):
+    """L3: no proxy user header reaches the tester listener, under any spelling."""
+
+    message = "The tester listener accepts no proxy user header."
+    code = refusals.PROXY_HEADER_REFUSED
+
+    def has_permission(self, request: Request, view: Any) -> bool:
+        refused = {*_PROXY_HEADERS, _normalised(settings.MOSAIC_PROXY_USER_HEADER)} - {""}
+        scope = getattr(request._request, "scope", None)
+        names = (
+            [key.decode("latin-1") for key, _ in scope.get("headers", [])]
+            if scope is not None
+            else list(request.headers)
+        )
+        return not any(_normalised(name) in refused for name in names)
+
+
+class TesterOrigin(BasePermission):
+    """L3: tester writes come from exactly `http://127.0.0.1:PORT` of the tester listener."""
+
+    message = "Tester writes must come from the tester listener's own origin."
+    code = refusals.ORIGIN_REFUSED
+
+    def has_permission(self, request: Request, view: Any) -> bool:
+        expected = f"http://127.0.0.1:{settings.MOSAIC_TESTER_PORT}"
+        return not is_write(request) or request.headers.get("Origin") == expected
+
+
+TESTER_AUTHENTICATION = (TesterListenerAuthentication,)
+TESTER_GATES = (
+    TesterActorRequired,
+    TesterFence,
+    NoProxyUserHeader,
+    TesterOrigin,
+    SameOriginFetch,
+    JsonBody,
+)

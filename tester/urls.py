@@ -1,0 +1,23 @@
+"""Routes of the tester listener (L8): the chat API, its trail and messages, the schema.
+
+Admin and sign-in are not here: the tester listener has no sign-in, every request is the
+tester (L5). What is absent answers 404 `not-found`.
+"""
+
+from django.urls import path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from chat.routes import api_routes
+from chat.views import console
+from tester.gates import TESTER_AUTHENTICATION, TESTER_GATES
+
+handler400 = "chat.views.bad_request"
+handler404 = "chat.views.not_found"
+handler500 = "chat.views.server_error"
+
+urlpatterns = [
+    *api_routes(authentication=TESTER_AUTHENTICATION, gates=TESTER_GATES),
+    path("api/schema", SpectacularAPIView.as_view(urlconf="tester.urls"), name="schema"),
+    path("api/docs", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    path("", console, name="console"),
+]

@@ -1,0 +1,406 @@
+"""The Console's WebSockets through the real listener applications (L1, L5, L7, R1, R20)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+from asgiref.sync import async_to_sync, sync_to_async
+from channels.testing import WebsocketCommunicator
+from django.conf import settings
+from django.contrib.auth.models import User
+
+from broker import actions
+from broker.actors import Actor
+from broker.models import Business
+from chat.errors import close_code
+from tests.broker import factories
+from tests.listeners import HUMAN, TESTER, application
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+PASSWORD = "correct horse battery"
+
+
+def socket(
+    listener: str,
+    path: str,
+    *,
+    origin: str | None = "own",
+    cookies: dict[str, str] | None = None,
+    extra: list[tuple[bytes, bytes]] | None = None,
+) -> WebsocketCommunicator:
+    port = settings.MOSAIC_HUMAN_PORT if listener == HUMAN else settings.MOSAIC_TESTER_PORT
+    headers = [(b"host", f"127.0.0.1:{port}".encode())]
+    if origin == "own":
+        origin = f"http://127.0.0.1:{port}"
+    if origin is not None:
+        headers.append((b"origin", origin.encode()))
+    if cookies:
+        jar = "; ".join(f"{name}={value}" for name, value in cookies.items())
+        headers.append((b"cookie", jar.encode()))
+    app = application(listener)
+
+    async def from_loopback(scope, receive, send):
+        await app(
+            {**scope, "client": ("127.0.0.1", 50000), "server": ("127.0.0.1", port)}, receive, send
+        )
+
+    return WebsocketCommunicator(from_loopback, path, headers=[*headers, *(extra or [])])
+
+
+def sign_in() -> dict[str, str]:
+    """A real session of the business's human, as the browser would hold it."""
+    from tests.listeners import ListenerClient
+
+    User.objects.create_user("ada", password=PASSWORD)
+    client = ListenerClient(HUMAN)
+    client.sign_in("ada", PASSWORD)
+    return {name: client.cookies[name] for name in ("sessionid", "csrftoken")}
+
+
+async def frames(communicator: WebsocketCommunicator, count: int) -> list[dict[str, Any]]:
+    return [json.loads(await communicator.receive_from(timeout=5)) for _ in range(count)]
+
+
+@pytest.fixture
+def world(business: Business) -> dict[str, Any]:
+    human = Actor.human(business_id=business.pk, username="ada")
+    tester = Actor.tester(business_id=business.pk)
+    project = factories.project(human)
+    return {
+        "human": human,
+        "tester": tester,
+        "human_thread": factories.thread(human, project, "h"),
+        "tester_thread": factories.thread(tester, project, "t"),
+    }
+
+
+def test_trail_replays_then_streams_live_rows_in_order(world) -> None:
+    """SPEC §6: first every row after the cursor from the database, then each new row."""
+    cookies = sign_in()
+    human, tester = world["human"], world["tester"]
+    actions.send_to_thread(human, thread_id=world["human_thread"].pk, body="one")
+    actions.send_to_thread(tester, thread_id=world["tester_thread"].pk, body="two")
+
+    async def scenario() -> list[str]:
+        communicator = socket(HUMAN, "/ws/trail/", cookies=cookies)
+        assert (await communicator.connect())[0]
+        replayed = await frames(communicator, 2)
+        await sync_to_async(actions.send_to_thread)(
+            tester, thread_id=world["tester_thread"].pk, body="three"
+        )
+        live = await frames(communicator, 1)
+        await communicator.disconnect()
+        return [f["row"]["text"] for f in replayed + live]
+
+    assert async_to_sync(scenario)() == [
+        "human to assistant: one",
+        "tester to assistant: two",
+        "tester to assistant: three",
+    ]
+
+
+def test_trail_of_tester_streams_only_its_rows(world) -> None:
+    """R20 on the socket: the tester's trail never carries a row of the human's."""
+    human, tester = world["human"], world["tester"]
+    actions.send_to_thread(human, thread_id=world["human_thread"].pk, body="secret")
+
+    async def scenario() -> list[str]:
+        communicator = socket(TESTER, "/ws/trail/")
+        assert (await communicator.connect())[0]
+        await sync_to_async(actions.send_to_thread)(
+            human, thread_id=world["human_thread"].pk, body="secret two"
+        )
+        await sync_to_async(actions.send_to_thread)(
+            tester, thread_id=world["tester_thread"].pk, body="probe"
+        )
+        got = await frames(communicator, 1)
+        assert await communicator.receive_nothing(timeout=0.3)
+        await communicator.disconnect()
+        return [f["row"]["text"] for f in got]
+
+    assert async_to_sync(scenario)() == ["tester to assistant: probe"]
+
+
+def test_trail_after_cursor_skips_older_rows(world) -> None:
+    tester = world["tester"]
+    first = actions.send_to_thread(tester, thread_id=world["tester_thread"].pk, body="old")
+    actions.send_to_thread(tester, thread_id=world["tester_thread"].pk, body="new")
+    from broker.models import TrailRow
+
+    cursor_id = TrailRow.objects.get(message=first.message).pk
+
+    async def scenario() -> list[str]:
+        communicator = socket(TESTER, f"/ws/trail/?after={cursor_id}")
+        assert (await communicator.connect())[0]
+        got = await frames(communicator, 1)
+        assert await communicator.receive_nothing(timeout=0.2)
+        await communicator.disconnect()
+        return [f["row"]["text"] for f in got]
+
+    assert async_to_sync(scenario)() == ["tester to assistant: new"]
+
+
+@pytest.mark.parametrize(
+    ("listener", "thread_key", "expected"),
+    [
+        (HUMAN, "human_thread", None),
+        (HUMAN, "tester_thread", "thread-not-owned"),
+        (TESTER, "tester_thread", None),
+        (TESTER, "human_thread", "thread-not-owned"),
+    ],
+)
+def test_thread_socket_owner_check_on_connect(world, listener, thread_key, expected) -> None:
+    """R1 on connect, through the broker's own access function."""
+    cookies = sign_in() if listener == HUMAN else None
+    thread_id = world[thread_key].pk
+
+    async def scenario() -> tuple[bool, int | None]:
+        communicator = socket(listener, f"/ws/chat/threads/{thread_id}/", cookies=cookies)
+        connected, code = await communicator.connect()
+        await communicator.disconnect()
+        return connected, code
+
+    connected, code = async_to_sync(scenario)()
+    if expected is None:
+        assert connected
+    else:
+        assert (connected, code) == (False, close_code(expected))
+
+
+def test_thread_socket_streams_messages_of_the_thread(world) -> None:
+    tester = world["tester"]
+    thread_id = world["tester_thread"].pk
+    actions.send_to_thread(tester, thread_id=thread_id, body="before")
+
+    async def scenario() -> list[str]:
+        communicator = socket(TESTER, f"/ws/chat/threads/{thread_id}/")
+        assert (await communicator.connect())[0]
+        got = await frames(communicator, 1)
+        await sync_to_async(actions.send_to_thread)(tester, thread_id=thread_id, body="after")
+        got += await frames(communicator, 1)
+        await communicator.disconnect()
+        assert all(f["type"] == "message" for f in got)
+        return [f["message"]["body"] for f in got]
+
+    assert async_to_sync(scenario)() == ["before", "after"]
+
+
+@pytest.mark.parametrize(
+    "origin",
+    [
+        None,
+        "http://evil.example",
+        "https://127.0.0.1:{port}",
+        "http://127.0.0.1:{other}",
+        "http://localhost:{port}:",
+        "null",
+    ],
+    ids=["missing", "foreign", "https", "other-listener", "garbled", "null"],
+)
+@pytest.mark.parametrize("listener", [HUMAN, TESTER])
+def test_socket_from_foreign_origin_is_refused(world, listener: str, origin) -> None:
+    """L7: full `scheme://host:port` origins on both listeners (cross-site WebSocket hijacking)."""
+    cookies = sign_in() if listener == HUMAN else None
+    port = settings.MOSAIC_HUMAN_PORT if listener == HUMAN else settings.MOSAIC_TESTER_PORT
+    other = settings.MOSAIC_TESTER_PORT if listener == HUMAN else settings.MOSAIC_HUMAN_PORT
+    value = origin.format(port=port, other=other) if origin else None
+
+    async def scenario() -> tuple[bool, int | None]:
+        communicator = socket(listener, "/ws/trail/", origin=value, cookies=cookies)
+        return await communicator.connect()
+
+    assert async_to_sync(scenario)() == (False, close_code("origin-refused"))
+
+
+def test_human_socket_without_session_is_not_authenticated(world) -> None:
+    async def scenario() -> tuple[bool, int | None]:
+        return await socket(HUMAN, "/ws/trail/").connect()
+
+    assert async_to_sync(scenario)() == (False, close_code("not-authenticated"))
+
+
+def test_tester_socket_ignores_human_session(world) -> None:
+    """L5: with the human's cookie on the tester port, the socket is still the tester's."""
+    cookies = sign_in()
+    actions.send_to_thread(world["human"], thread_id=world["human_thread"].pk, body="secret")
+
+    async def scenario() -> bool:
+        communicator = socket(TESTER, "/ws/trail/", cookies=cookies)
+        assert (await communicator.connect())[0]
+        quiet = await communicator.receive_nothing(timeout=0.3)
+        await communicator.disconnect()
+        return quiet
+
+    assert async_to_sync(scenario)()
+
+
+@pytest.mark.parametrize("name", [b"x-mosaic-tester", b"x_mosaic_tester"])
+def test_human_socket_with_tester_header_is_closed(world, name: bytes) -> None:
+    """L1 on WebSockets."""
+    cookies = sign_in()
+
+    async def scenario() -> tuple[bool, int | None]:
+        communicator = socket(HUMAN, "/ws/trail/", cookies=cookies, extra=[(name, b"")])
+        return await communicator.connect()
+
+    assert async_to_sync(scenario)() == (False, close_code("tester-listener-required"))
+
+
+@pytest.mark.parametrize("query", ["after=-1", "after=x", "after=1&after=2"])
+def test_socket_bad_cursor_is_refused(world, query: str) -> None:
+    async def scenario() -> tuple[bool, int | None]:
+        return await socket(TESTER, f"/ws/trail/?{query}").connect()
+
+    assert async_to_sync(scenario)() == (False, close_code("invalid"))
+
+
+def test_unknown_socket_path_is_not_found(world) -> None:
+    async def scenario() -> tuple[bool, int | None]:
+        return await socket(TESTER, "/ws/elsewhere/").connect()
+
+    assert async_to_sync(scenario)() == (False, close_code("not-found"))
+
+
+@pytest.mark.parametrize(
+    ("frame", "code"),
+    [
+        ("not json", "invalid"),
+        ('["ping"]', "invalid"),
+        ('{"type": "subscribe"}', "invalid"),
+        ('{"type": "ping", "pad": "' + "x" * 5000 + '"}', "too-large"),
+    ],
+)
+def test_bad_frame_gets_error_frame_and_socket_lives_on(world, frame: str, code: str) -> None:
+    async def scenario() -> list[dict[str, Any]]:
+        communicator = socket(TESTER, "/ws/trail/")
+        assert (await communicator.connect())[0]
+        await communicator.send_to(text_data=frame)
+        error = await frames(communicator, 1)
+        await communicator.send_to(text_data='{"type": "ping"}')
+        pong = await frames(communicator, 1)
+        await communicator.disconnect()
+        return error + pong
+
+    error, pong = async_to_sync(scenario)()
+    assert (error["type"], error["error"]) == ("error", code)
+    assert pong["type"] == "pong"
+
+
+def test_sign_out_closes_the_sessions_sockets(world) -> None:
+    """A consumer never outlives its user's sign-out."""
+    from tests.listeners import ListenerClient
+
+    User.objects.create_user("ada", password=PASSWORD)
+    client = ListenerClient(HUMAN)
+    client.sign_in("ada", PASSWORD)
+    cookies = {name: client.cookies[name] for name in ("sessionid", "csrftoken")}
+
+    async def scenario() -> dict[str, Any]:
+        communicator = socket(HUMAN, "/ws/trail/", cookies=cookies)
+        assert (await communicator.connect())[0]
+        await sync_to_async(client.post)("/api/auth/logout", {})
+        closed = await communicator.receive_output(timeout=5)
+        return closed
+
+    closed = async_to_sync(scenario)()
+    assert closed == {"type": "websocket.close", "code": close_code("not-authenticated")}
+
+
+def test_tester_switched_off_closes_tester_socket_on_next_row(world, business) -> None:
+    tester = world["tester"]
+
+    async def scenario() -> dict[str, Any]:
+        communicator = socket(TESTER, "/ws/trail/")
+        assert (await communicator.connect())[0]
+        await sync_to_async(Business.objects.filter(pk=business.pk).update)(tester_enabled=False)
+        await sync_to_async(actions.send_to_thread)(
+            world["human"], thread_id=world["human_thread"].pk, body="nudge"
+        )
+        return await communicator.receive_output(timeout=5)
+
+    assert async_to_sync(scenario)() == {
+        "type": "websocket.close",
+        "code": close_code("tester-off"),
+    }
+    assert tester.is_tester
+
+
+def test_replay_seam_under_concurrent_sends_has_no_gap_and_no_duplicate(world) -> None:
+    """Rows written while the socket connects arrive once each, in id order."""
+    tester = world["tester"]
+    thread_id = world["tester_thread"].pk
+    for n in range(20):
+        actions.send_to_thread(tester, thread_id=thread_id, body=f"before {n}")
+
+    async def scenario() -> list[int]:
+        communicator = socket(TESTER, "/ws/trail/")
+
+        async def writer() -> None:
+            for n in range(40):
+                await sync_to_async(actions.send_to_thread, thread_sensitive=False)(
+                    tester, thread_id=thread_id, body=f"during {n}"
+                )
+
+        connecting = asyncio.ensure_future(communicator.connect())
+        await asyncio.gather(writer(), connecting)
+        got = await frames(communicator, 60)
+        assert await communicator.receive_nothing(timeout=0.3)
+        await communicator.disconnect()
+        return [f["row"]["id"] for f in got]
+
+    ids = async_to_sync(scenario)()
+    assert ids == sorted(set(ids))
+    assert len(ids) == 60
+
+
+@pytest.mark.redis
+def test_idle_socket_on_redis_still_receives_after_ten_seconds(world) -> None:
+    """SPEC §11: redis-py 8's 5 s socket timeout must not tear down an idle consumer."""
+    tester = world["tester"]
+
+    async def scenario() -> list[str]:
+        communicator = socket(TESTER, "/ws/trail/")
+        assert (await communicator.connect())[0]
+        assert await communicator.receive_nothing(timeout=11)
+        await sync_to_async(actions.send_to_thread)(
+            tester, thread_id=world["tester_thread"].pk, body="still there?"
+        )
+        got = await frames(communicator, 1)
+        await communicator.disconnect()
+        return [f["row"]["text"] for f in got]
+
+    assert async_to_sync(scenario)() == ["tester to assistant: still there?"]
+
+
+def test_row_committed_by_a_plain_thread_reaches_the_socket_promptly(world) -> None:
+    """A runner's worker thread has no tie to the server's loop; its push still wakes the
+    consumer at once (the in-memory layer's queues belong to that loop)."""
+    import threading
+
+    tester = world["tester"]
+
+    def worker() -> None:
+        from django.db import connection
+
+        try:
+            actions.send_to_thread(
+                tester, thread_id=world["tester_thread"].pk, body="from a thread"
+            )
+        finally:
+            connection.close()
+
+    async def scenario() -> list[str]:
+        communicator = socket(TESTER, "/ws/trail/")
+        assert (await communicator.connect())[0]
+        thread = threading.Thread(target=worker)
+        thread.start()
+        got = [json.loads(await communicator.receive_from(timeout=2))]
+        thread.join()
+        await communicator.disconnect()
+        return [f["row"]["text"] for f in got]
+
+    assert async_to_sync(scenario)() == ["tester to assistant: from a thread"]

@@ -1,0 +1,68 @@
+"""Listener fixtures (a plugin of the root conftest): signed-in clients, and a broker spy."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import User
+
+import broker.access
+from tests.listeners import HUMAN, TESTER, ListenerClient
+
+PASSWORD = "correct horse battery"
+
+
+@pytest.fixture
+def ada(business) -> User:
+    return User.objects.create_user("ada", password=PASSWORD)
+
+
+@pytest.fixture
+def human_client(ada: User) -> ListenerClient:
+    client = ListenerClient(HUMAN)
+    client.sign_in("ada", PASSWORD)
+    return client
+
+
+@pytest.fixture
+def anonymous_client(business) -> ListenerClient:
+    return ListenerClient(HUMAN)
+
+
+@pytest.fixture
+def tester_client(business) -> ListenerClient:
+    return ListenerClient(TESTER)
+
+
+@pytest.fixture
+def broker_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The broker verbs called, in order: every verb passes `access_verb` first."""
+    calls: list[str] = []
+    real = broker.access.access_verb
+
+    def spy(actor, name, allowed):
+        calls.append(name)
+        return real(actor, name, allowed)
+
+    monkeypatch.setattr(broker.access, "access_verb", spy)
+    return calls
+
+
+@pytest.fixture
+def project_id(human_client: ListenerClient) -> int:
+    response = human_client.post("/api/chat/projects", {"name": "product"})
+    assert response.status_code == 201, response.text
+    return response.json()["project"]["id"]
+
+
+@pytest.fixture
+def human_thread_id(human_client: ListenerClient, project_id: int) -> int:
+    response = human_client.post("/api/chat/threads", {"project": project_id, "name": "mine"})
+    assert response.status_code == 201, response.text
+    return response.json()["thread"]["id"]
+
+
+@pytest.fixture
+def tester_thread_id(tester_client: ListenerClient, project_id: int) -> int:
+    response = tester_client.post("/api/chat/threads", {"project": project_id, "name": "probe"})
+    assert response.status_code == 201, response.text
+    return response.json()["thread"]["id"]
