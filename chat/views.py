@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.csrf import ensure_csrf_cookie
@@ -33,4 +34,5 @@ def csrf_failure(request: HttpRequest, reason: str = "") -> JsonResponse:
 def console(request: HttpRequest) -> HttpResponse:
     """The Console page of the listener it is served on; its data comes from the chat API."""
     listener = getattr(request, "listener", "human")
-    return render(request, "console.html", {"listener": listener})
+    context = {"listener": listener, "send_enabled": settings.MOSAIC_CONSOLE_SEND}
+    return render(request, "console.html", context)

@@ -56,6 +56,15 @@ def fast_password_hashing(settings) -> None:
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
+@pytest.fixture(autouse=True)
+def default_listener_addresses(settings) -> None:
+    """In-process tests speak to the listeners at their documented addresses, whatever the
+    environment running the suite says (servers the tests start choose their own ports)."""
+    settings.MOSAIC_HUMAN_PORT = 7332
+    settings.MOSAIC_TESTER_PORT = 7333
+    settings.MOSAIC_HUMAN_ORIGINS = ["http://127.0.0.1:7332", "http://localhost:7332"]
+
+
 @pytest.fixture
 def business(db: None) -> Business:
     return make_business("demo", human="ada")

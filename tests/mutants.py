@@ -150,6 +150,17 @@ MUTANTS = (
         ),
     ),
     Mutant(
+        "M13",
+        "the tester composer disabled (back to the human's send switch)",
+        "static/console/console.js",
+        (
+            (
+                'const canSend = listener === "tester" || sendEnabled;',
+                "const canSend = sendEnabled;",
+            ),
+        ),
+    ),
+    Mutant(
         "M14",
         "open stores the human",
         "broker/actions.py",

@@ -1,6 +1,7 @@
 """How the command line shows projects, threads, opens and messages.
 
-JSON documents use the shapes of the chat API (SPEC §6); the lines are for people:
+JSON documents are the chat API's own shapes (`chat.api.shapes`, SPEC §6); the lines are for
+people:
 `#<id> <from_role> → <to_role>: <body>` for a message.
 """
 
@@ -12,6 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from broker.models import Message, Project, Thread, ThreadOpen
+from chat.api import shapes
 
 # Continuation lines of a multi-line body are indented, so every message line starts with `#`.
 CONTINUATION = "\n    "
@@ -39,7 +41,7 @@ def printable(text: str) -> str:
 
 
 def project_json(project: Project) -> dict[str, Any]:
-    return {"id": project.pk, "name": project.name, "created_at": iso(project.created_at)}
+    return dict(shapes.ProjectOut(project).data)
 
 
 def project_line(project: Project) -> str:
@@ -47,14 +49,7 @@ def project_line(project: Project) -> str:
 
 
 def thread_json(thread: Thread) -> dict[str, Any]:
-    return {
-        "id": thread.pk,
-        "project": thread.project_id,
-        "name": thread.name,
-        "owner": thread.owner,
-        "instance": thread.instance.name,
-        "created_at": iso(thread.created_at),
-    }
+    return dict(shapes.ThreadOut(thread).data)
 
 
 def thread_line(thread: Thread) -> str:
@@ -65,7 +60,7 @@ def thread_line(thread: Thread) -> str:
 
 
 def open_json(opened: ThreadOpen) -> dict[str, Any]:
-    return {"thread": opened.thread_id, "by": opened.by, "at": iso(opened.at)}
+    return dict(shapes.OpenOut(opened).data)
 
 
 def open_line(opened: ThreadOpen) -> str:
@@ -73,18 +68,7 @@ def open_line(opened: ThreadOpen) -> str:
 
 
 def message_json(message: Message) -> dict[str, Any]:
-    return {
-        "id": message.pk,
-        "thread": message.thread_id,
-        "from_role": message.from_role,
-        "from_run": message.from_run,
-        "to_role": message.to_role,
-        "class": message.message_class,
-        "body": message.body,
-        "in_reply_to": message.in_reply_to_id,
-        "request": message.request_id,
-        "created_at": iso(message.created_at),
-    }
+    return dict(shapes.MessageOut(message).data)
 
 
 def message_line(message: Message) -> str:

@@ -19,7 +19,7 @@ from django.db import connection
 
 from broker import actions, refusals
 from broker.actors import Actor
-from broker.models import Business, Message, MessageClass, Project, Thread, ThreadOpen
+from broker.models import Business, Message, Project, Thread, ThreadOpen
 from chat.management import cli_actor, cli_stream
 from chat.management.cli_format import message_line
 from chat.management.commands import follow
@@ -68,63 +68,16 @@ def tester_thread(tester: Actor, product: Project) -> Thread:
 # --- the reply source --------------------------------------------------------------------
 
 
-def answer_pending(run_actor: Actor) -> None:
-    """Answer every unanswered turn to the assistant once, as an assistant run would (R12)."""
-    pending = (
-        Message.objects.filter(
-            business_id=run_actor.business_id,
-            thread__isnull=False,
-            to_role=run_actor.role,
-            message_class=MessageClass.REQUEST,
-        )
-        .exclude(replies__message_class=MessageClass.RESULT)
-        .order_by("pk")
-    )
-    for turn in pending:
-        claim = actions.open_claim(run_actor, thread_id=turn.thread_id)
-        if claim is None:
-            continue
-        try:
-            actions.send_message(
-                run_actor,
-                to=turn.from_role,
-                body=f"echo: {turn.body}",
-                message_class=MessageClass.RESULT,
-                in_reply_to=turn.pk,
-                claim_id=claim.pk,
-            )
-        finally:
-            actions.end_claim(run_actor, claim_id=claim.pk)
-
-
 @pytest.fixture
 def answering_assistant(business: Business) -> Iterator[None]:
-    """The assistant that answers the CLI's turns: a helper thread acting as a run.
+    """The assistant that answers the CLI's turns: the real runner, with the offline backend."""
+    from broker.runner.backends.offline import OfflineBackend
+    from broker.runner.service import Runner
 
-    It goes through the broker (claim, RESULT `in_reply_to`, release), so the commands see
-    exactly what a real runner leaves. This fixture is the one reply source of these tests.
-    """
-    run_actor = Actor.assistant_run(business_id=business.pk, instance="assistant", run="cli-run")
-    stop = threading.Event()
-    failures: list[BaseException] = []
-
-    def work() -> None:
-        try:
-            while not stop.is_set():
-                answer_pending(run_actor)
-                stop.wait(0.05)
-        except BaseException as error:  # surfaced by the fixture's teardown
-            failures.append(error)
-        finally:
-            connection.close()
-
-    worker = threading.Thread(target=work, name="answering-assistant", daemon=True)
-    worker.start()
+    runner = Runner(backend=OfflineBackend(), business_id=business.pk, concurrency=2)
+    runner.start()
     yield
-    stop.set()
-    worker.join(timeout=10)
-    assert not worker.is_alive()
-    assert failures == []
+    assert runner.stop(timeout=10)
 
 
 def in_background(call: Callable[[], Any], *, after: threading.Event) -> threading.Thread:

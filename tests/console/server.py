@@ -1,0 +1,185 @@
+"""The real server for the browser tests: `manage.py serve` (daphne, both listeners and the
+assistant runner) on free ports, over a database of its own, restartable on the same ports.
+
+On SQLite the database is a fresh file; on a PostgreSQL run (DATABASE_URL starts with
+`postgres`) it is a scratch database made for the test session and dropped after it.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import environ
+
+ROOT = Path(__file__).resolve().parents[2]
+PASSWORD = "console-demo-password"
+HUMAN_USERNAME = "ada"
+START_SECONDS = 60.0
+STOP_SECONDS = 10.0
+# Variables of the surrounding environment that would point the server somewhere else.
+CLEARED = (
+    "MOSAIC_HUMAN_ORIGINS",
+    "MOSAIC_PROXY_USER_HEADER",
+    "MOSAIC_TRUSTED_PROXIES",
+    "ALLOWED_HOSTS",
+)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def answers(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+            return True
+    except OSError:
+        return False
+
+
+def is_postgres(url: str) -> bool:
+    return url.startswith("postgres")
+
+
+def _admin_connection(url: str):  # type: ignore[no-untyped-def]
+    import psycopg
+
+    config = environ.Env.db_url_config(url)
+    return psycopg.connect(
+        host=config.get("HOST") or None,
+        port=config.get("PORT") or None,
+        user=config.get("USER") or None,
+        password=config.get("PASSWORD") or None,
+        dbname="postgres",
+        autocommit=True,
+    )
+
+
+def create_scratch_database(url: str, name: str) -> str:
+    """A new, empty PostgreSQL database beside the one `url` names; its URL."""
+    from psycopg import sql
+
+    drop_scratch_database(url, name)
+    with _admin_connection(url) as connection:
+        connection.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    return urlunsplit(urlsplit(url)._replace(path=f"/{name}"))
+
+
+def drop_scratch_database(url: str, name: str) -> None:
+    from psycopg import sql
+
+    with _admin_connection(url) as connection:
+        connection.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = %s AND pid <> pg_backend_pid()",
+            [name],
+        )
+        connection.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(name)))
+
+
+@dataclass
+class LiveServer:
+    """One `manage.py serve` process; `restart` keeps its ports and its database."""
+
+    database_url: str
+    workdir: Path
+    human_port: int = field(default_factory=free_port)
+    tester_port: int = field(default_factory=free_port)
+    process: subprocess.Popen[bytes] | None = None
+
+    def __post_init__(self) -> None:
+        while self.tester_port == self.human_port:
+            self.tester_port = free_port()
+
+    @property
+    def human_url(self) -> str:
+        return f"http://127.0.0.1:{self.human_port}"
+
+    @property
+    def tester_url(self) -> str:
+        return f"http://127.0.0.1:{self.tester_port}"
+
+    @property
+    def log_path(self) -> Path:
+        return self.workdir / "serve.log"
+
+    def environment(self) -> dict[str, str]:
+        env = {name: value for name, value in os.environ.items() if name not in CLEARED}
+        env.update(
+            DJANGO_SETTINGS_MODULE="mosaic.settings",
+            DATABASE_URL=self.database_url,
+            MOSAIC_HUMAN_HOST="127.0.0.1",
+            MOSAIC_HUMAN_PORT=str(self.human_port),
+            MOSAIC_TESTER_HOST="127.0.0.1",
+            MOSAIC_TESTER_PORT=str(self.tester_port),
+            MOSAIC_DEMO_PASSWORD=PASSWORD,
+            MOSAIC_CONSOLE_SEND="true",
+            MOSAIC_ASSISTANT_BACKEND="offline",
+            PYTHONUNBUFFERED="1",
+        )
+        return env
+
+    def manage(self, *arguments: str) -> None:
+        done = subprocess.run(
+            [sys.executable, "manage.py", *arguments],
+            cwd=ROOT,
+            env=self.environment(),
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"manage.py {' '.join(arguments)} failed:\n{done.stderr[-4000:]}")
+
+    def prepare(self) -> None:
+        """Migrate the empty database and load the demo business and its users."""
+        self.manage("migrate", "--noinput")
+        self.manage("setupdemo")
+
+    def start(self) -> None:
+        with self.log_path.open("ab") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "manage.py", "serve"],
+                cwd=ROOT,
+                env=self.environment(),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        deadline = time.monotonic() + START_SECONDS
+        while not (answers(self.human_port) and answers(self.tester_port)):
+            if self.process.poll() is not None:
+                raise RuntimeError(f"serve exited ({self.process.returncode}):\n{self.log_tail()}")
+            if time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"serve did not answer in time:\n{self.log_tail()}")
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        """Stop the server; every open WebSocket is closed with it."""
+        if self.process is None:
+            return
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=STOP_SECONDS)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.process = None
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+    def log_tail(self, lines: int = 60) -> str:
+        if not self.log_path.exists():
+            return ""
+        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])

@@ -1,0 +1,221 @@
+"""The Console in a real browser, against the real server (SPEC §8, §10 B1)."""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+from playwright.sync_api import Locator, Page, expect
+
+from tests.console.api import LiveApi
+from tests.console.conftest import OpenConsole
+from tests.console.server import HUMAN_USERNAME, PASSWORD, LiveServer
+
+# After a restart the Console waits out its back-off (at most 10 s) before it reconnects.
+RECONNECT_MS = 25_000
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def messages(page: Page) -> Locator:
+    return page.get_by_role("log", name="Messages")
+
+
+def trail(page: Page) -> Locator:
+    return page.get_by_role("log", name="Trail")
+
+
+def trail_rows(page: Page, text: str) -> Locator:
+    return trail(page).locator(".trail-text").get_by_text(text, exact=True)
+
+
+def create_project(page: Page, name: str) -> None:
+    page.get_by_label("New project").fill(name)
+    page.get_by_role("button", name="Create project").click()
+    chosen = page.get_by_role("list", name="Projects", exact=True).get_by_role("button", name=name)
+    expect(chosen).to_have_attribute("aria-current", "true")
+
+
+def choose_project(page: Page, name: str) -> None:
+    page.get_by_role("list", name="Projects", exact=True).get_by_role("button", name=name).click()
+
+
+def create_thread(page: Page, name: str) -> None:
+    page.get_by_label("New thread").fill(name)
+    page.get_by_role("button", name="Create thread").click()
+    expect(page.get_by_role("heading", name=name)).to_be_visible()
+    expect(page.locator("#thread-status")).to_have_text("live")
+
+
+def send(page: Page, body: str) -> None:
+    composer = page.get_by_label("Message", exact=True)
+    composer.fill(body)
+    composer.press("Enter")
+    expect(composer).to_have_value("")
+
+
+def mark_page(page: Page) -> None:
+    """A mark that a reload would wipe out."""
+    page.evaluate("window.notReloaded = true")
+
+
+def assert_not_reloaded(page: Page) -> None:
+    assert page.evaluate("window.notReloaded === true")
+
+
+def test_b1_tester_console_shows_banner_and_sends_with_reply(open_console: OpenConsole) -> None:
+    """B1: on the tester Console the banner is present, the composer is enabled, and a send
+    shows the message and the assistant's reply; there is no sign-in or sign-out."""
+    page = open_console("tester")
+    banner = page.locator("#tester-banner")
+    expect(banner).to_contain_text("every change here is recorded as tester")
+    expect(page.get_by_role("button", name="Sign out")).to_have_count(0)
+    create_project(page, unique("b1-tester"))
+    create_thread(page, unique("probe"))
+
+    composer = page.get_by_label("Message", exact=True)
+    expect(composer).to_be_enabled(timeout=2_000)
+    body = unique("does the assistant answer the tester")
+    send(page, body)
+
+    expect(messages(page).locator('[data-from="tester"] .body')).to_have_text([body])
+    expect(messages(page).locator('[data-from="assistant"]')).to_have_count(1)
+    expect(messages(page).locator('[data-from="assistant"] .meta')).to_contain_text(
+        "assistant to tester"
+    )
+
+
+def test_b1_human_console_leaves_tester_thread_out_and_trails_it_live(
+    open_console: OpenConsole,
+) -> None:
+    """B1: on the human Console the tester's thread is absent from the list, and its traffic
+    appears, labelled `tester to assistant: …`, in the live trail without reload."""
+    project, thread = unique("b1-shared"), unique("tester-only")
+    tester = open_console("tester")
+    create_project(tester, project)
+    create_thread(tester, thread)
+
+    human = open_console("human")
+    expect(human.locator("#trail-status")).to_have_text("live")
+    mark_page(human)
+    choose_project(human, project)
+    expect(human.locator("#threads-state")).to_have_text(re.compile("No threads"))
+    human.get_by_label("Search threads").fill(thread)
+    expect(human.locator("#threads-state")).to_have_text("No thread matches.")
+
+    body = unique("tester turn")
+    send(tester, body)
+    expect(messages(tester).locator('[data-from="assistant"]')).to_have_count(1)
+
+    expect(trail_rows(human, f"tester to assistant: {body}")).to_have_count(1)
+    tester_row = trail(human).locator(".trail-row", has_text=f"tester to assistant: {body}")
+    expect(tester_row.locator(".meta")).to_contain_text("tester · tester-cli")
+    reply = tester_row.locator("xpath=following-sibling::li").locator(".trail-text")
+    expect(reply.filter(has_text=re.compile("^assistant to tester: "))).to_have_count(1)
+    expect(human.get_by_role("list", name="Your threads").get_by_role("button")).to_have_count(0)
+    assert_not_reloaded(human)
+
+
+def test_human_console_send_shows_reply_without_reload(open_console: OpenConsole) -> None:
+    """A message sent on the human Console shows, with the assistant's reply, without reload;
+    Shift+Enter makes a line break and Enter sends; a stop with nothing running is polite."""
+    page = open_console("human")
+    expect(page.get_by_role("button", name="Sign out")).to_be_visible()
+    expect(page.locator("#tester-banner")).to_have_count(0)
+    create_project(page, unique("human"))
+    create_thread(page, unique("plan"))
+    mark_page(page)
+
+    page.get_by_role("button", name="Stop assistant").click()
+    expect(page.locator("#composer-notice")).to_have_text(re.compile("^Nothing to stop"))
+
+    first, second = unique("hello"), "second line"
+    composer = page.get_by_label("Message", exact=True)
+    composer.type(first)
+    composer.press("Shift+Enter")
+    composer.type(second)
+    expect(composer).to_have_value(f"{first}\n{second}")
+    composer.press("Enter")
+
+    expect(messages(page).locator('[data-from="human"] .body')).to_have_text([f"{first}\n{second}"])
+    expect(messages(page).locator('[data-from="assistant"]')).to_have_count(1)
+    expect(trail_rows(page, f"human to assistant: {first}\n{second}")).to_have_count(1)
+    assert_not_reloaded(page)
+
+
+def test_human_console_signed_out_shows_sign_in_link(
+    open_console: OpenConsole, console_server: LiveServer
+) -> None:
+    """Signing out ends at the sign-in page; the Console without a session links to it."""
+    page = open_console("human")
+    page.get_by_role("button", name="Sign out").click()
+    page.wait_for_url(f"{console_server.human_url}/signin")
+    page.goto(f"{console_server.human_url}/")
+    expect(page.get_by_role("link", name="Sign in")).to_be_visible()
+    expect(page.get_by_role("log", name="Trail")).to_be_hidden()
+
+
+def test_human_console_signed_out_elsewhere_closes_to_sign_in_link(
+    open_console: OpenConsole, console_server: LiveServer
+) -> None:
+    """A session ended in another tab closes the live sockets (4401): the open Console stops
+    reconnecting and offers the sign-in link, without reload."""
+    page = open_console("human")
+    expect(page.locator("#trail-status")).to_have_text("live")
+    mark_page(page)
+    token = next(c["value"] for c in page.context.cookies() if c["name"] == "csrftoken")
+    answer = page.context.request.post(
+        f"{console_server.human_url}/api/auth/logout",
+        data="{}",
+        headers={
+            "Origin": console_server.human_url,
+            "Sec-Fetch-Site": "same-origin",
+            "Content-Type": "application/json",
+            "X-CSRFToken": token,
+        },
+    )
+    assert answer.status == 200, answer.text()
+    expect(page.get_by_role("link", name="Sign in")).to_be_visible()
+    expect(page.locator("#trail-status")).to_have_text("signed out")
+    assert_not_reloaded(page)
+
+
+def test_console_reconnects_after_server_restart_and_shows_each_row_once(
+    open_console: OpenConsole, console_server: LiveServer
+) -> None:
+    """After the server closes the sockets, the Console reconnects after its last ids and shows
+    every row sent meanwhile, none twice (SPEC §6: the database is the record)."""
+    page = open_console("human")
+    create_project(page, unique("restart"))
+    create_thread(page, unique("resume"))
+    before = unique("before the restart")
+    send(page, before)
+    expect(messages(page).locator('[data-from="assistant"]')).to_have_count(1)
+    mark_page(page)
+
+    api = LiveApi(console_server.human_url)
+    api.sign_in(HUMAN_USERNAME, PASSWORD)
+    thread = int(page.evaluate("new URLSearchParams(location.hash.slice(1)).get('thread')"))
+
+    console_server.stop()
+    expect(page.locator("#trail-status")).to_have_text("reconnecting…")
+    expect(page.locator("#thread-status")).to_have_text("reconnecting…")
+    console_server.start()
+    # Sent at once, while the Console is most likely still waiting out its back-off.
+    meanwhile = [unique(f"meanwhile {n}") for n in range(3)]
+    for body in meanwhile:
+        api.send(thread, body)
+    api.close()
+
+    expect(page.locator("#trail-status")).to_have_text("live", timeout=RECONNECT_MS)
+    expect(page.locator("#thread-status")).to_have_text("live", timeout=RECONNECT_MS)
+    for body in [before, *meanwhile]:
+        expect(trail_rows(page, f"human to assistant: {body}")).to_have_count(1)
+        expect(messages(page).locator(".body").get_by_text(body, exact=True)).to_have_count(1)
+    expect(messages(page).locator('[data-from="assistant"]')).to_have_count(4)
+    for log in ("#trail", "#messages"):
+        ids = page.eval_on_selector_all(f"{log} > li", "items => items.map(i => i.dataset.id)")
+        assert len(ids) == len(set(ids)), f"{log} shows a row twice: {ids}"
+    assert_not_reloaded(page)
