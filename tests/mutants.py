@@ -190,7 +190,9 @@ def apply(mutant: Mutant, source: str) -> str:
 
 def run_suite(copy: Path) -> tuple[int, str]:
     """The suite's exit status and the first test it failed on."""
+    # A skipped test must not pass for a kill: MOSAIC_NO_SKIPS would turn skips into a failure.
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    env.pop("MOSAIC_NO_SKIPS", None)
     command = [sys.executable, "-m", "pytest", "-x", "-q", "-rfE", "-p", "no:cacheprovider"]
     done = subprocess.run(command, cwd=copy, env=env, capture_output=True, text=True)
     failed = [
@@ -218,8 +220,14 @@ def main(wanted: list[str]) -> int:
                 target.write_text(original)
             if checksum(target) != before:
                 raise SystemExit(f"{mutant.id}: {mutant.path} was not restored")
-            # pytest exits 1 when tests failed; anything else (2+) is an error, not a kill.
-            verdict = {0: "survived", 1: "killed"}.get(status, f"error (pytest exit {status})")
+            # Killed means a test failed: pytest exit 1 naming a failed test. Anything else (a
+            # collection error, an interrupted run) is an error, not a kill.
+            if status == 0:
+                verdict = "survived"
+            elif status == 1 and first_failure:
+                verdict = "killed"
+            else:
+                verdict = f"error (pytest exit {status})"
             survivors += verdict != "killed"
             by = f" by {first_failure}" if first_failure else ""
             print(f"{mutant.id} {mutant.what} {verdict}{by}", flush=True)

@@ -57,15 +57,16 @@ class Command(BaseCommand):
         endpoints = []
         if listener in ("both", "human"):
             endpoints.append((settings.MOSAIC_HUMAN_HOST, settings.MOSAIC_HUMAN_PORT))
+            human = f"http://{settings.MOSAIC_HUMAN_HOST}:{settings.MOSAIC_HUMAN_PORT}"
             self.stdout.write(
-                f"human listener:  http://{settings.MOSAIC_HUMAN_HOST}:{settings.MOSAIC_HUMAN_PORT}/"
-                "  (sign in at /signin, admin at /admin/)"
+                f"human Console:   {human}/  (sign in as the business's human; demo: ada)\n"
+                f"admin:           {human}/admin/  (sign in as staff; demo: staff)"
             )
         if listener in ("both", "tester"):
             endpoints.append((tester_host, settings.MOSAIC_TESTER_PORT))
             self.stdout.write(
-                f"tester listener: http://{tester_host}:{settings.MOSAIC_TESTER_PORT}/"
-                "  (every change there is recorded as tester)"
+                f"tester Console:  http://{tester_host}:{settings.MOSAIC_TESTER_PORT}/"
+                "  (no sign-in; every change there is recorded as tester)"
             )
         arguments = []
         for host, port in endpoints:
