@@ -41,12 +41,14 @@ def test_database_kept_open() -> Iterator[None]:
 
 @functools.cache
 def application(listener: str) -> Any:
-    from django.core.asgi import get_asgi_application
+    # Django's ASGI handler itself, not get_asgi_application(): that would run django.setup()
+    # again, whose logging configuration drops the handlers pytest captures logs with.
+    from django.core.handlers.asgi import ASGIHandler
 
     from mosaic.listeners import build_human_application, build_tester_application
 
     build = build_human_application if listener == HUMAN else build_tester_application
-    return build(get_asgi_application())
+    return build(ASGIHandler())
 
 
 @dataclass

@@ -34,6 +34,9 @@ class Mutant:
     path: str
     # (original, mutated) text pairs; a mutant that needs an import carries it as a second pair.
     edits: tuple[tuple[str, str], ...]
+    # Tests that name the rule: run first, so a kill is found fast; the whole suite runs after
+    # them unless one of them already turned red.
+    suspects: tuple[str, ...] = ()
 
 
 MUTANTS = (
@@ -47,6 +50,7 @@ MUTANTS = (
                 "if thread.owner != thread.project.business.human:",
             ),
         ),
+        suspects=("tests/broker/test_scenarios.py",),
     ),
     Mutant(
         "M2",
@@ -59,12 +63,14 @@ MUTANTS = (
             ),
             ("from django.db.models import Model,", "from django.db.models import F, Model,"),
         ),
+        suspects=("tests/broker/test_reads.py",),
     ),
     Mutant(
         "M3",
         "the tester's turns are stored as `human-cli`",
         "broker/actors.py",
         (("role=TESTER, run=TESTER_RUN)", "role=TESTER, run=HUMAN_RUN)"),),
+        suspects=("tests/broker/test_scenarios.py",),
     ),
     Mutant(
         "M4",
@@ -76,30 +82,35 @@ MUTANTS = (
                 "        if True:\n            request = Event",
             ),
         ),
+        suspects=("tests/broker/test_scenarios.py",),
     ),
     Mutant(
         "M5",
         "R9's substitution removed",
         "broker/policy.py",
         (("if thread_owner == TESTER and address == TESTER:", "if False:"),),
+        suspects=("tests/broker/test_scenarios.py",),
     ),
     Mutant(
         "M6",
         "R11's guard removed",
         "broker/policy.py",
         (("if thread_owner == TESTER and recipient == HUMAN:", "if False:"),),
+        suspects=("tests/broker/test_scenarios.py",),
     ),
     Mutant(
         "M7",
         "the stop matches no owner",
         "broker/actions.py",
         (("filter(thread__owner=policy.owner(actor))", "filter(thread__owner=None)"),),
+        suspects=("tests/broker/test_scenarios.py",),
     ),
     Mutant(
         "M8",
         "the boot check for a human named `tester` removed",
         "broker/policy.py",
         (("if human and human != TESTER:", "if human:"),),
+        suspects=("tests/broker/test_business_file.py",),
     ),
     Mutant(
         "M9",
@@ -111,6 +122,7 @@ MUTANTS = (
                 "if False and any(\n            _normalised(name) == TESTER_HEADER",
             ),
         ),
+        suspects=("tests/chat/test_human_listener.py",),
     ),
     Mutant(
         "M10",
@@ -122,6 +134,7 @@ MUTANTS = (
                 "return True",
             ),
         ),
+        suspects=("tests/tester/test_listener.py",),
     ),
     Mutant(
         "M11",
@@ -137,6 +150,7 @@ MUTANTS = (
                 "from chat.gates import HUMAN_AUTHENTICATION\nfrom chat.routes import api_routes\n",
             ),
         ),
+        suspects=("tests/tester/test_listener.py",),
     ),
     Mutant(
         "M12",
@@ -148,6 +162,7 @@ MUTANTS = (
                 "return True",
             ),
         ),
+        suspects=("tests/tester/test_fence.py",),
     ),
     Mutant(
         "M13",
@@ -159,6 +174,7 @@ MUTANTS = (
                 "const canSend = sendEnabled;",
             ),
         ),
+        suspects=("tests/console",),
     ),
     Mutant(
         "M14",
@@ -171,6 +187,7 @@ MUTANTS = (
                 " by=Business.objects.get(pk=actor.business_id).human)",
             ),
         ),
+        suspects=("tests/broker/test_scenarios.py",),
     ),
 )
 
@@ -188,12 +205,12 @@ def apply(mutant: Mutant, source: str) -> str:
     return source
 
 
-def run_suite(copy: Path) -> tuple[int, str]:
-    """The suite's exit status and the first test it failed on."""
+def run_suite(copy: Path, paths: tuple[str, ...] = ()) -> tuple[int, str]:
+    """The exit status of the suite (or of `paths` in it) and the first test it failed on."""
     # A skipped test must not pass for a kill: MOSAIC_NO_SKIPS would turn skips into a failure.
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
     env.pop("MOSAIC_NO_SKIPS", None)
-    command = [sys.executable, "-m", "pytest", "-x", "-q", "-rfE", "-p", "no:cacheprovider"]
+    command = [sys.executable, "-m", "pytest", "-x", "-q", "-rfE", "-p", "no:cacheprovider", *paths]
     done = subprocess.run(command, cwd=copy, env=env, capture_output=True, text=True)
     failed = [
         line.split()[1]
@@ -215,7 +232,9 @@ def main(wanted: list[str]) -> int:
             before = checksum(target)
             target.write_text(apply(mutant, original))
             try:
-                status, first_failure = run_suite(copy)
+                status, first_failure = run_suite(copy, mutant.suspects)
+                if status == 0:
+                    status, first_failure = run_suite(copy)
             finally:
                 target.write_text(original)
             if checksum(target) != before:
