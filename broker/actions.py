@@ -170,6 +170,16 @@ def do_end_claim(claim: ThreadClaim, *, actor: Actor, by: str, reason: str) -> T
     return claim
 
 
+def do_expire_claim(claim: ThreadClaim, *, business_id: int) -> ThreadClaim:
+    """End a claim whose lease ran out: reason `lease-expired`, ended by the system (SPEC §7).
+
+    Precondition: `claim` is open, locked, and its lease has run out.
+    """
+    return do_end_claim(
+        claim, actor=Actor.system(business_id=business_id), by="system", reason="lease-expired"
+    )
+
+
 def _open_claims(business_id: int) -> QuerySet[ThreadClaim]:
     """The business's open claims, locked in id order (one order everywhere: no deadlock)."""
     return (
@@ -401,12 +411,7 @@ def open_claim(actor: Actor, *, thread_id: int) -> ThreadClaim | None:
         if current is not None:
             if current.lease_expires_at > timezone.now():
                 return None
-            do_end_claim(
-                current,
-                actor=Actor.system(business_id=actor.business_id),
-                by="system",
-                reason="lease-expired",
-            )
+            do_expire_claim(current, business_id=actor.business_id)
         claim = ThreadClaim.objects.create(
             thread=thread,
             run=actor.run,
@@ -553,7 +558,4 @@ def reap_claims(actor: Actor) -> list[ThreadClaim]:
     """
     with transaction.atomic():
         expired = _open_claims(actor.business_id).filter(lease_expires_at__lte=timezone.now())
-        return [
-            do_end_claim(claim, actor=actor, by="system", reason="lease-expired")
-            for claim in expired
-        ]
+        return [do_expire_claim(claim, business_id=actor.business_id) for claim in expired]

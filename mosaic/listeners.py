@@ -170,9 +170,7 @@ def delivering_pushes(app: ASGIApp) -> ASGIApp:
     from broker import events
 
     async def serve(scope: Scope, receive: Receive, send: Send) -> None:
-        loop = asyncio.get_running_loop()
-        if events._server_loop is not loop:
-            events.deliver_on(loop)
+        events.deliver_on(asyncio.get_running_loop())
         await app(scope, receive, send)
 
     return serve
