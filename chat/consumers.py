@@ -3,9 +3,10 @@
 The database is the record and a push is only a nudge (`broker.events`): on connect a consumer
 joins its group first and then reads every row after the client's `after` cursor; each nudge
 reads again after the last id it sent. So rows arrive in id order, none twice, and a dropped or
-reordered push loses nothing. Every read goes through the broker's own verbs, with the actor the
-listener bound (L5), so the owner check (R1) and the trail's scoping (R20) hold here as they do
-over HTTP.
+reordered push loses nothing. Sockets of one process showing the same stream to the same actor
+share each read (`chat.shared_reads`). Every read goes through the broker's own verbs, with the
+actor the listener bound (L5), so the owner check (R1) and the trail's scoping (R20) hold here as
+they do over HTTP.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import asyncio
 import hashlib
 import json
 import logging
+from collections.abc import Hashable
+from functools import partial
 from typing import Any
 
 from channels.db import database_sync_to_async
@@ -26,11 +29,15 @@ from broker.actors import Actor
 from broker.refusals import Refusal
 from chat.api import shapes
 from chat.errors import close_code
+from chat.shared_reads import Frames, SharedReads, tick
 
 logger = logging.getLogger("mosaic.chat")
 
 FRAME_MAX = 4096
 BATCH = 500
+
+# Per process: the reads of every socket this server holds.
+SHARED_READS = SharedReads()
 
 
 def session_group(session_key: str) -> str:
@@ -84,6 +91,7 @@ class StreamConsumer(AsyncWebsocketConsumer):
         # Joined before the first read: a row committed from here on nudges us, and the read
         # below or the next one after it finds it; the cursor keeps each row to one frame.
         self.sender = asyncio.create_task(self.send_rows())
+        self.nudged = tick()
         self.wanted.set()
 
     async def disconnect(self, code: int) -> None:
@@ -106,8 +114,19 @@ class StreamConsumer(AsyncWebsocketConsumer):
     def authorise(self) -> None:
         """Refuse the connection as the broker would refuse the read (runs in a thread)."""
 
-    def rows_after(self, after: int) -> list[dict[str, Any]]:
+    def stream(self) -> Hashable:
+        """What the socket shows, to whom: sockets with equal streams share their reads."""
         raise NotImplementedError
+
+    def rows_after(self, after: int) -> list[tuple[int, dict[str, Any]]]:
+        """The next rows after `after`, each with its id (runs in a thread)."""
+        raise NotImplementedError
+
+    def frames_after(self, after: int) -> Frames:
+        return [
+            (row_id, json.dumps({"type": self.frame_type, **row}))
+            for row_id, row in self.rows_after(after)
+        ]
 
     # --- the loop ---
 
@@ -118,11 +137,15 @@ class StreamConsumer(AsyncWebsocketConsumer):
                 await self.wanted.wait()
                 self.wanted.clear()
                 while True:
-                    rows = await database_sync_to_async(self.rows_after)(self.last_id)
-                    for row in rows:
-                        await self.send(text_data=json.dumps({"type": self.frame_type, **row}))
-                        self.last_id = self.row_id(row)
-                    if len(rows) < BATCH:
+                    frames = await SHARED_READS.frames(
+                        (self.stream(), self.last_id),
+                        nudged=self.nudged,
+                        read=partial(self.frames_after, self.last_id),
+                    )
+                    for row_id, text in frames:
+                        await self.send(text_data=text)
+                        self.last_id = row_id
+                    if len(frames) < BATCH:
                         break
         except Refusal as refusal:
             # Access ended (signed out, tester switched off): the socket ends with it.
@@ -133,10 +156,8 @@ class StreamConsumer(AsyncWebsocketConsumer):
             logger.exception("stream failed")
             await self.close(code=close_code(refusals.UNAVAILABLE))
 
-    def row_id(self, row: dict[str, Any]) -> int:
-        raise NotImplementedError
-
     async def nudge(self, event: dict[str, Any]) -> None:
+        self.nudged = tick()
         self.wanted.set()
 
     # Channel-layer message types (`broker.events`) map to handler names with `.` as `_`.
@@ -179,12 +200,12 @@ class TrailConsumer(StreamConsumer):
     def authorise(self) -> None:
         selectors.read_trail(self.actor, after=self.last_id, limit=1)
 
-    def rows_after(self, after: int) -> list[dict[str, Any]]:
-        rows = selectors.read_trail(self.actor, after=after, limit=BATCH)
-        return [{"row": shapes.TrailRowOut(row).data} for row in rows]
+    def stream(self) -> Hashable:
+        return ("trail", self.actor)
 
-    def row_id(self, row: dict[str, Any]) -> int:
-        return int(row["row"]["id"])
+    def rows_after(self, after: int) -> list[tuple[int, dict[str, Any]]]:
+        rows = selectors.read_trail(self.actor, after=after, limit=BATCH)
+        return [(row.pk, {"row": shapes.TrailRowOut(row).data}) for row in rows]
 
 
 class ThreadConsumer(StreamConsumer):
@@ -202,11 +223,11 @@ class ThreadConsumer(StreamConsumer):
     def authorise(self) -> None:
         selectors.thread_messages(self.actor, thread_id=self.thread_id, after=self.last_id, limit=1)
 
-    def rows_after(self, after: int) -> list[dict[str, Any]]:
+    def stream(self) -> Hashable:
+        return ("thread", self.thread_id, self.actor)
+
+    def rows_after(self, after: int) -> list[tuple[int, dict[str, Any]]]:
         messages = selectors.thread_messages(
             self.actor, thread_id=self.thread_id, after=after, limit=BATCH
         )
-        return [{"message": shapes.MessageOut(message).data} for message in messages]
-
-    def row_id(self, row: dict[str, Any]) -> int:
-        return int(row["message"]["id"])
+        return [(message.pk, {"message": shapes.MessageOut(message).data}) for message in messages]

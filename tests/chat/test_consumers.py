@@ -12,7 +12,7 @@ from channels.testing import WebsocketCommunicator
 from django.conf import settings
 from django.contrib.auth.models import User
 
-from broker import actions
+from broker import actions, selectors
 from broker.actors import Actor
 from broker.models import Business
 from chat.errors import close_code
@@ -404,3 +404,37 @@ def test_row_committed_by_a_plain_thread_reaches_the_socket_promptly(world) -> N
         return [f["row"]["text"] for f in got]
 
     assert async_to_sync(scenario)() == ["tester to assistant: from a thread"]
+
+
+def test_row_to_many_sockets_of_one_stream_is_read_once(world, monkeypatch) -> None:
+    """P3: one nudge to fifty Consoles of one actor makes one database read, and each of them
+    still gets the row exactly once."""
+    reads: list[int] = []
+    real = selectors.read_trail
+
+    def counted(actor, **kwargs):
+        reads.append(kwargs.get("after") or 0)
+        return real(actor, **kwargs)
+
+    monkeypatch.setattr("chat.consumers.selectors.read_trail", counted)
+    tester = world["tester"]
+
+    async def scenario() -> list[list[str]]:
+        sockets = [socket(TESTER, "/ws/trail/") for _ in range(50)]
+        for communicator in sockets:
+            assert (await communicator.connect())[0]
+        for communicator in sockets:
+            assert await communicator.receive_nothing(timeout=0.01)
+        reads.clear()
+        await sync_to_async(actions.send_to_thread)(
+            tester, thread_id=world["tester_thread"].pk, body="to all"
+        )
+        got = [[json.loads(await c.receive_from(timeout=5))["row"]["text"]] for c in sockets]
+        for communicator in sockets:
+            assert await communicator.receive_nothing(timeout=0.01)
+            await communicator.disconnect()
+        return got
+
+    got = async_to_sync(scenario)()
+    assert got == [["tester to assistant: to all"]] * 50
+    assert len(reads) <= 2
