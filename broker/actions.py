@@ -139,6 +139,8 @@ def do_record_message(
         events.push_after_commit(
             events.thread_group(thread.pk), type=events.THREAD_NUDGE, row_id=message.pk
         )
+        if message_class == MessageClass.REQUEST:
+            events.wake_runners_after_commit()
     return message
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from functools import partial
 
 from asgiref.sync import async_to_sync
@@ -19,6 +20,9 @@ logger = logging.getLogger("mosaic.events")
 
 TRAIL_NUDGE = "trail.nudge"
 THREAD_NUDGE = "thread.nudge"
+# Runners of every process listen here for turns waiting; the nudge carries nothing.
+RUNS_GROUP = "runs"
+RUNS_NUDGE = "runs.nudge"
 
 
 def trail_group(business_id: int) -> str:
@@ -70,3 +74,25 @@ def _send(group: str, message: dict[str, object]) -> None:
 def push_after_commit(group: str, *, type: str, row_id: int) -> None:
     """Nudge `group` about row `row_id` once the current transaction commits."""
     transaction.on_commit(partial(_send, group, {"type": type, "id": row_id}))
+
+
+_runners_here: set[Callable[[], None]] = set()
+
+
+def wake_runners_here(wake: Callable[[], None]) -> Callable[[], None]:
+    """Call `wake` whenever this process commits a turn; returns the call that stops it."""
+    _runners_here.add(wake)
+    return partial(_runners_here.discard, wake)
+
+
+def wake_runners_after_commit() -> None:
+    """Once the current transaction commits, tell runners a turn waits: runners of this
+    process directly, the others through the channel layer. Runners poll as well, so a lost
+    nudge only delays a reply."""
+    transaction.on_commit(_wake_runners)
+
+
+def _wake_runners() -> None:
+    for wake in list(_runners_here):
+        wake()
+    _send(RUNS_GROUP, {"type": RUNS_NUDGE})

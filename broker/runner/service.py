@@ -14,22 +14,25 @@ import queue
 import secrets
 import threading
 import time
+from collections.abc import Callable
 from datetime import timedelta
 
 from django.conf import settings
 from django.db import DatabaseError, close_old_connections, connection
 
+from broker import events
 from broker.runner.backends import ReplyBackend, backend_from_settings
 from broker.runner.claims import reap_expired
 from broker.runner.lease import LeaseKeeper
+from broker.runner.nudges import LayerNudges
 from broker.runner.pending import PendingThread, pending_threads
 from broker.runner.run import RunOutcome, run_thread
 
 logger = logging.getLogger("mosaic.runner")
 
 DEFAULT_CONCURRENCY = 8
-# How long an idle dispatcher waits before looking for work again, in seconds. A worker that
-# finishes (or `wake()`) cuts the wait short.
+# How long an idle dispatcher waits before looking for work again, in seconds. A turn stored
+# (see `broker.runner.nudges`), a worker that finishes, or `wake()` cuts the wait short.
 POLL_INTERVAL = 0.1
 # The longest between two sweeps for dead runs' leases, in seconds.
 REAP_INTERVAL = 1.0
@@ -64,6 +67,8 @@ class Runner:
         self._threads: list[threading.Thread] = []
         self._keeper: LeaseKeeper | None = None
         self._lease_seconds = 0.0
+        self._nudges = LayerNudges(self.wake)
+        self._stop_waking_here: Callable[[], None] = lambda: None
 
     def __str__(self) -> str:
         scope = f"business {self.business_id}" if self.business_id is not None else "all"
@@ -88,6 +93,8 @@ class Runner:
         ]
         for thread in self._threads:
             thread.start()
+        self._stop_waking_here = events.wake_runners_here(self.wake)
+        self._nudges.start()
         logger.info("runner %s started", self)
 
     def stop(self, timeout: float | None = None) -> bool:
@@ -98,6 +105,8 @@ class Runner:
         """
         deadline = None if timeout is None else time.monotonic() + timeout
         self._stopping.set()
+        self._stop_waking_here()
+        self._nudges.stop(None if deadline is None else max(0.0, deadline - time.monotonic()))
         self._wake.set()
         if self._keeper is not None:
             self._keeper.cancel_all()

@@ -32,10 +32,11 @@ def test_thread_send_nudges_trail_and_thread_after_commit(
     thread = factories.thread(human, factories.project(human), "t")
     trail = listen(layer, events.trail_group(human.business_id))
     thread_channel = listen(layer, events.thread_group(thread.pk))
+    runners = listen(layer, events.RUNS_GROUP)
     with django_capture_on_commit_callbacks(execute=False) as pending:
         turn = actions.send_to_thread(human, thread_id=thread.pk, body="hi")
     # Nothing was pushed inside the transaction: the callbacks wait for the commit.
-    assert len(pending) == 2
+    assert len(pending) == 3
     for callback in pending:
         callback()
     row = TrailRow.objects.get(message=turn.message)
@@ -44,6 +45,8 @@ def test_thread_send_nudges_trail_and_thread_after_commit(
         "type": "thread.nudge",
         "id": turn.message.pk,
     }
+    # A turn waits: runners of every process hear of it.
+    assert async_to_sync(layer.receive)(runners) == {"type": "runs.nudge"}
 
 
 def test_refused_write_pushes_nothing(

@@ -1,0 +1,64 @@
+"""A stored turn wakes runners at once instead of at their next poll (SPEC §7; P5)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+
+from broker import actions, events
+from broker.actors import Actor
+from broker.models import Message
+from broker.runner.nudges import LayerNudges
+from tests.broker import factories
+from tests.broker.runner.conftest import wait_for
+
+
+@pytest.mark.django_db(transaction=True)
+def test_turn_stored_in_this_process_wakes_an_idle_runner_at_once(human: Actor, start_runner):
+    """An idle runner polling once a minute still answers within seconds."""
+    thread = factories.thread(human, factories.project(human), "prompt")
+    start_runner(poll_interval=60)
+    time.sleep(0.3)  # past the runner's first look for work: it now waits on its poll
+    turn = actions.send_to_thread(human, thread_id=thread.pk, body="hello").message
+    wait_for(
+        lambda: Message.objects.filter(in_reply_to=turn, message_class="RESULT").exists(),
+        timeout=5,
+    )
+
+
+def test_stopped_runner_is_woken_here_no_more() -> None:
+    woken: list[int] = []
+    stop = events.wake_runners_here(lambda: woken.append(1))
+    events._wake_runners()
+    stop()
+    events._wake_runners()
+    assert woken == [1]
+
+
+def test_nudges_listen_only_where_the_layer_reaches_other_processes(settings) -> None:
+    """An in-memory layer reaches no other process: nothing to listen to."""
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    assert LayerNudges(lambda: None).start() is False
+
+
+@pytest.mark.redis
+def test_nudge_through_the_shared_layer_wakes_the_runner() -> None:
+    """A turn stored by another process reaches this runner through the `runs` group."""
+    woken = threading.Event()
+    nudges = LayerNudges(woken.set)
+    assert nudges.start() is True
+    try:
+        # The listener joins the group on its own thread; nudge until it has.
+        deadline = time.monotonic() + 10
+        while not woken.is_set() and time.monotonic() < deadline:
+            async_to_sync(get_channel_layer().group_send)(
+                events.RUNS_GROUP, {"type": events.RUNS_NUDGE}
+            )
+            woken.wait(0.2)
+        assert woken.is_set()
+    finally:
+        nudges.stop(timeout=5)
