@@ -17,12 +17,17 @@ django_asgi_app = get_asgi_application()
 from django.db import connections  # noqa: E402
 
 from broker.boot import refuse_invalid_businesses  # noqa: E402
-from mosaic.listeners import build_human_application, build_tester_application, by_port  # noqa: E402
+from mosaic.listeners import (  # noqa: E402
+    build_human_application,
+    build_tester_application,
+    by_port,
+    plain_http_handler,
+)
 
 refuse_invalid_businesses()
 # The check ran on this importing thread's connection, which serves no request afterwards.
 connections.close_all()
 
 human_application = build_human_application(django_asgi_app)
-tester_application = build_tester_application(django_asgi_app)
+tester_application = build_tester_application(plain_http_handler())
 application = by_port(human=human_application, tester=tester_application)

@@ -258,6 +258,18 @@ def build_human_application(django_http: ASGIApp) -> ASGIApp:
     )
 
 
+def plain_http_handler() -> ASGIApp:
+    """Django's handler for the tester listener, which serves plain HTTP on loopback by design
+    (SPEC §5): production's HTTPS redirect would send the product's own tests to a port with no
+    TLS. HSTS needs no such care: Django adds it to HTTPS responses only."""
+    from django.core.handlers.asgi import ASGIHandler
+    from django.test.utils import override_settings
+
+    # The middleware read their settings once, while the handler builds its chain.
+    with override_settings(SECURE_SSL_REDIRECT=False):
+        return ASGIHandler()
+
+
 def build_tester_application(django_http: ASGIApp) -> ASGIApp:
     """The tester listener: L8 first, then HTTP and WebSockets (L7); no session is read."""
     from channels.routing import ProtocolTypeRouter

@@ -1,21 +1,31 @@
 """Mosaic bus settings, read from the environment (django-environ).
 
 Our own names start with MOSAIC_. Every variable has an embedded default, so a fresh
-clone runs on SQLite and the in-memory channel layer with nothing set.
+clone runs on SQLite and the in-memory channel layer with nothing set. `MOSAIC_PRODUCTION=1`
+is the deployment behind an HTTPS proxy: it takes the secret from the environment, trusts
+https origins only, and sets what `manage.py check --deploy` asks for.
 """
 
 from pathlib import Path
 
 import environ
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 env = environ.Env()
 environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
 
+MOSAIC_PRODUCTION = env.bool("MOSAIC_PRODUCTION", default=False)
 DEBUG = env.bool("DEBUG", default=False)
-# The embedded default generates nothing secret on disk; production sets SECRET_KEY.
-SECRET_KEY = env.str("SECRET_KEY", default="mosaic-embedded-default-not-for-production")
+if MOSAIC_PRODUCTION and DEBUG:
+    raise ImproperlyConfigured("DEBUG must be off when MOSAIC_PRODUCTION is set.")
+if MOSAIC_PRODUCTION:
+    # No default: production never signs sessions with a key that is in the source.
+    SECRET_KEY = env.str("SECRET_KEY")
+else:
+    # The embedded default generates nothing secret on disk.
+    SECRET_KEY = env.str("SECRET_KEY", default="mosaic-embedded-default-not-for-production")
 
 MOSAIC_HUMAN_HOST = env.str("MOSAIC_HUMAN_HOST", default="127.0.0.1")
 MOSAIC_HUMAN_PORT = env.int("MOSAIC_HUMAN_PORT", default=7332)
@@ -29,6 +39,9 @@ MOSAIC_HUMAN_ORIGINS = env.list(
         f"http://localhost:{MOSAIC_HUMAN_PORT}",
     ],
 )
+if MOSAIC_PRODUCTION and not all(o.startswith("https://") for o in MOSAIC_HUMAN_ORIGINS):
+    # L2: in production the human's pages are served over HTTPS only.
+    raise ImproperlyConfigured("MOSAIC_HUMAN_ORIGINS must all be https:// in production.")
 MOSAIC_CONSOLE_SEND = env.bool("MOSAIC_CONSOLE_SEND", default=True)
 MOSAIC_PROXY_USER_HEADER = env.str("MOSAIC_PROXY_USER_HEADER", default="")
 MOSAIC_TRUSTED_PROXIES = env.list("MOSAIC_TRUSTED_PROXIES", default=[])
@@ -51,6 +64,19 @@ MOSAIC_ASSISTANT_TIMEOUT = env.float("MOSAIC_ASSISTANT_TIMEOUT", default=60.0)
 
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost"])
 CSRF_TRUSTED_ORIGINS = MOSAIC_HUMAN_ORIGINS
+
+if MOSAIC_PRODUCTION:
+    # TLS ends at the proxy in front of the human listener, which sets X-Forwarded-Proto. The
+    # listener binds loopback by default, so only that proxy can reach it with the header.
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    # The tester listener is plain HTTP on loopback by design and is exempt from the
+    # redirect (mosaic.listeners.plain_http_handler).
+    SECURE_SSL_REDIRECT = True
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_HSTS_SECONDS = env.int("MOSAIC_HSTS_SECONDS", default=365 * 24 * 3600)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("MOSAIC_HSTS_INCLUDE_SUBDOMAINS", default=True)
+    SECURE_HSTS_PRELOAD = env.bool("MOSAIC_HSTS_PRELOAD", default=True)
 
 INSTALLED_APPS = [
     # broker first: its management commands (flush) take precedence over Django's.

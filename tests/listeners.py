@@ -45,10 +45,15 @@ def application(listener: str) -> Any:
     # again, whose logging configuration drops the handlers pytest captures logs with.
     from django.core.handlers.asgi import ASGIHandler
 
-    from mosaic.listeners import build_human_application, build_tester_application
+    from mosaic.listeners import (
+        build_human_application,
+        build_tester_application,
+        plain_http_handler,
+    )
 
-    build = build_human_application if listener == HUMAN else build_tester_application
-    return build(ASGIHandler())
+    if listener == HUMAN:
+        return build_human_application(ASGIHandler())
+    return build_tester_application(plain_http_handler())
 
 
 @dataclass
