@@ -7,9 +7,11 @@ trusted: they state their preconditions and check nothing themselves.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
@@ -56,6 +58,39 @@ class SentTurn:
 
 # --- trusted helpers ---------------------------------------------------------------------
 
+# The key of each business's stream lock: (STREAM_LOCK, business id) in PostgreSQL's two-key
+# advisory lock space.
+STREAM_LOCK = 0x4D42
+
+
+def do_lock_streams(business_id: int) -> None:
+    """Hold the business's stream lock until the transaction ends (PostgreSQL).
+
+    Readers resume after the last id they saw (SPEC §6), so the rows of a stream — trail rows,
+    messages, decisions — must commit in id order: a row that commits after one with a greater
+    id would be skipped for good. PostgreSQL hands out ids at insert, and two writers could
+    commit out of turn; under this lock they take turns per business. SQLite writers take turns
+    already (transactions begin IMMEDIATE).
+
+    Precondition: inside a transaction. Taken first, before any row lock (`appending`), so
+    every writer locks in one order; a writer that reached here late would still be correct.
+    """
+    if connection.vendor != "postgresql":
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_advisory_xact_lock(%s::integer, %s::integer)",
+            [STREAM_LOCK, business_id & 0x7FFFFFFF],
+        )
+
+
+@contextmanager
+def appending(business_id: int) -> Iterator[None]:
+    """A transaction that may append to the business's streams: the stream lock comes first."""
+    with transaction.atomic():
+        do_lock_streams(business_id)
+        yield
+
 
 def do_record_trail(
     *,
@@ -70,8 +105,10 @@ def do_record_trail(
 ) -> TrailRow:
     """Store one trail row labelled per R16 and nudge the trail after commit.
 
-    Precondition: inside the transaction that stores what the row describes.
+    Precondition: inside the transaction that stores what the row describes, which took the
+    stream lock first (`appending`).
     """
+    do_lock_streams(business_id)
     row = TrailRow.objects.create(
         business_id=business_id,
         thread=thread,
@@ -251,7 +288,7 @@ def send_to_thread(actor: Actor, *, thread_id: int, body: object) -> SentTurn:
     tester as `human` in its own thread.
     """
     text = fields.clean_body(body)
-    with transaction.atomic():
+    with appending(actor.business_id):
         thread = access_thread(actor, thread_id=thread_id, lock=True)
         check_messaging(
             actor, sender=actor.role, recipient=thread.instance.name, thread_owner=thread.owner
@@ -302,7 +339,7 @@ def send_message(
         raise Refusal(refusals.INVALID, f"{actor.kind.value} may not send {message_class}.")
     if message_class == MessageClass.RESULT and in_reply_to is None:
         raise Refusal(refusals.INVALID, "A RESULT must name the message it answers.")
-    with transaction.atomic():
+    with appending(actor.business_id):
         claim = None
         thread = None
         if actor.kind is RUN_KIND:
@@ -347,7 +384,7 @@ def stop_assistant(actor: Actor, *, instance: str | None = None) -> list[ThreadC
     `ended_by` is `owner(actor)` and the reason names the side that stopped. Nothing held:
     `not-held`. The human's stop never ends a tester run; the tester's never the human's.
     """
-    with transaction.atomic():
+    with appending(actor.business_id):
         claims = _open_claims(actor.business_id).filter(thread__owner=policy.owner(actor))
         if instance is not None:
             claims = claims.filter(instance__name=instance)
@@ -364,7 +401,7 @@ def stop_assistant(actor: Actor, *, instance: str | None = None) -> list[ThreadC
 @verb("instance.end", ActorKind.STAFF)
 def end_instance(actor: Actor, *, instance: str) -> list[ThreadClaim]:
     """R14: end every claim the instance holds, the tester's threads included; record who."""
-    with transaction.atomic():
+    with appending(actor.business_id):
         target = access_instance(actor, name=instance)
         reason = f"instance ended by {actor.username}"
         ended = [
@@ -396,7 +433,7 @@ def open_claim(actor: Actor, *, thread_id: int) -> ThreadClaim | None:
     A claim whose lease ran out is ended (`lease-expired`) first, so a dead run's thread is
     picked up again.
     """
-    with transaction.atomic():
+    with appending(actor.business_id):
         thread = (
             Thread.objects.select_for_update(of=("self",))
             .select_related("project", "instance")
@@ -441,7 +478,7 @@ def renew_claim(actor: Actor, *, claim_id: int) -> ThreadClaim:
 @verb("claim.end", RUN_KIND)
 def end_claim(actor: Actor, *, claim_id: int, reason: str = "done") -> ThreadClaim:
     """Release the run's open claim."""
-    with transaction.atomic():
+    with appending(actor.business_id):
         claim = access_claim(actor, claim_id=claim_id)
         return do_end_claim(claim, actor=actor, by=actor.run, reason=reason)
 
@@ -484,7 +521,7 @@ def create_decision(
     human's inbox whatever its role's authority.
     """
     text = fields.clean_body(body)
-    with transaction.atomic():
+    with appending(actor.business_id):
         claim = access_claim(actor, claim_id=claim_id)
         roles = check_messaging(
             actor, sender=actor.role, recipient=route_to, thread_owner=claim.thread.owner
@@ -527,7 +564,7 @@ def post_notice(actor: Actor, *, body: object, thread_id: int | None = None) -> 
     missing one.
     """
     text = fields.clean_body(body)
-    with transaction.atomic():
+    with appending(actor.business_id):
         human = Business.objects.values_list("human", flat=True).get(pk=actor.business_id)
         threads = (
             Thread.objects.select_for_update(of=("self",))
@@ -558,6 +595,6 @@ def reap_claims(actor: Actor) -> list[ThreadClaim]:
     reaper makes a dead run's end appear in the trail promptly. On PostgreSQL a claim whose
     run is renewing it right now is re-read after the renewal and left alone.
     """
-    with transaction.atomic():
+    with appending(actor.business_id):
         expired = _open_claims(actor.business_id).filter(lease_expires_at__lte=timezone.now())
         return [do_expire_claim(claim, business_id=actor.business_id) for claim in expired]

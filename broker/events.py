@@ -13,7 +13,7 @@ from collections.abc import Callable
 from functools import partial
 
 from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
+from channels.layers import BaseChannelLayer, InMemoryChannelLayer, get_channel_layer
 from django.db import transaction
 
 logger = logging.getLogger("mosaic.events")
@@ -54,18 +54,31 @@ def _running_loop() -> asyncio.AbstractEventLoop | None:
         return None
 
 
-def _send(group: str, message: dict[str, object]) -> None:
+def shared_layer() -> BaseChannelLayer | None:
+    """The channel layer when it reaches other processes (Redis); None for an in-memory one."""
     layer = get_channel_layer()
+    if layer is None or isinstance(layer, InMemoryChannelLayer):
+        return None
+    return layer
+
+
+def _send(group: str, message: dict[str, object], *, layer: BaseChannelLayer | None) -> None:
     if layer is None:
         return
     loop = _server_loop
-    try:
-        if loop is None or not loop.is_running():
-            async_to_sync(layer.group_send)(group, message)
-        elif _running_loop() is loop:
-            loop.create_task(layer.group_send(group, message))
+    if loop is not None and loop.is_running():
+        # The committing thread hands the push to the loop and goes on: it need not wait.
+        if _running_loop() is loop:
+            loop.create_task(_deliver(layer, group, message))
         else:
-            asyncio.run_coroutine_threadsafe(layer.group_send(group, message), loop).result(5)
+            asyncio.run_coroutine_threadsafe(_deliver(layer, group, message), loop)
+        return
+    async_to_sync(_deliver)(layer, group, message)
+
+
+async def _deliver(layer: BaseChannelLayer, group: str, message: dict[str, object]) -> None:
+    try:
+        await layer.group_send(group, message)
     except Exception:
         # The row is committed and is the record; a lost nudge is recovered by the next read.
         logger.warning("push to %s failed", group, exc_info=True)
@@ -73,7 +86,9 @@ def _send(group: str, message: dict[str, object]) -> None:
 
 def push_after_commit(group: str, *, type: str, row_id: int) -> None:
     """Nudge `group` about row `row_id` once the current transaction commits."""
-    transaction.on_commit(partial(_send, group, {"type": type, "id": row_id}))
+    transaction.on_commit(
+        lambda: _send(group, {"type": type, "id": row_id}, layer=get_channel_layer())
+    )
 
 
 _runners_here: set[Callable[[], None]] = set()
@@ -95,4 +110,5 @@ def wake_runners_after_commit() -> None:
 def _wake_runners() -> None:
     for wake in list(_runners_here):
         wake()
-    _send(RUNS_GROUP, {"type": RUNS_NUDGE})
+    # An in-memory layer reaches no runner but this process's, woken just now.
+    _send(RUNS_GROUP, {"type": RUNS_NUDGE}, layer=shared_layer())

@@ -15,6 +15,7 @@ import asyncio
 import hashlib
 import json
 import logging
+import weakref
 from collections.abc import Hashable
 from functools import partial
 from typing import Any
@@ -38,6 +39,8 @@ BATCH = 500
 
 # Per process: the reads of every socket this server holds.
 SHARED_READS = SharedReads()
+# How often every socket renews its group memberships and reads once more (`Resync`).
+RESYNC_SECONDS = 10.0
 
 
 def session_group(session_key: str) -> str:
@@ -90,16 +93,30 @@ class StreamConsumer(AsyncWebsocketConsumer):
         await self.accept()
         # Joined before the first read: a row committed from here on nudges us, and the read
         # below or the next one after it finds it; the cursor keeps each row to one frame.
+        self.nudged_id = 0
         self.sender = asyncio.create_task(self.send_rows())
-        self.nudged = tick()
-        self.wanted.set()
+        self.want_read()
+        resync_of_this_loop().add(self)
 
     async def disconnect(self, code: int) -> None:
+        resync_of_this_loop().sockets.discard(self)
         for group in getattr(self, "groups_joined", []):
             await self.channel_layer.group_discard(group, self.channel_name)
         sender = getattr(self, "sender", None)
         if sender is not None:
             sender.cancel()
+
+    async def resync(self) -> bool:
+        """Renew the group memberships and read once more; False when the layer failed (the
+        socket then closes `unavailable`, and its client reconnects after its last id)."""
+        try:
+            for group in self.groups_joined:
+                await self.channel_layer.group_add(group, self.channel_name)
+        except Exception:
+            await self.close(code=close_code(refusals.UNAVAILABLE))
+            return False
+        self.want_read()
+        return True
 
     def session_groups(self) -> list[str]:
         session = self.scope.get("session")
@@ -136,17 +153,23 @@ class StreamConsumer(AsyncWebsocketConsumer):
             while True:
                 await self.wanted.wait()
                 self.wanted.clear()
+                not_before = 0
                 while True:
-                    frames = await SHARED_READS.frames(
+                    began, frames = await SHARED_READS.frames(
                         (self.stream(), self.last_id),
-                        nudged=self.nudged,
                         read=partial(self.frames_after, self.last_id),
+                        not_before=not_before,
                     )
                     for row_id, text in frames:
                         await self.send(text_data=text)
                         self.last_id = row_id
-                    if len(frames) < BATCH:
+                    if len(frames) == BATCH:
+                        continue
+                    if began > self.nudged or self.last_id >= self.nudged_id:
                         break
+                    # A shared read that began before the nudge, without the nudged row: it may
+                    # predate the row. Read once more, from a read that began after the nudge.
+                    not_before = self.nudged
         except Refusal as refusal:
             # Access ended (signed out, tester switched off): the socket ends with it.
             await self.close(code=close_code(refusal.code))
@@ -156,9 +179,15 @@ class StreamConsumer(AsyncWebsocketConsumer):
             logger.exception("stream failed")
             await self.close(code=close_code(refusals.UNAVAILABLE))
 
-    async def nudge(self, event: dict[str, Any]) -> None:
+    def want_read(self, row_id: int | None = None) -> None:
+        """Ask the sender for a read that sees every row committed before now: the nudged row
+        `row_id`, or (None) whatever the socket may have missed."""
         self.nudged = tick()
+        self.nudged_id = max(self.nudged_id, self.last_id + 1 if row_id is None else row_id)
         self.wanted.set()
+
+    async def nudge(self, event: dict[str, Any]) -> None:
+        self.want_read(int(event.get("id", 0)))
 
     # Channel-layer message types (`broker.events`) map to handler names with `.` as `_`.
     trail_nudge = nudge
@@ -187,6 +216,48 @@ class StreamConsumer(AsyncWebsocketConsumer):
 
     async def error(self, code: str, detail: str) -> None:
         await self.send(text_data=json.dumps({"type": "error", "error": code, "detail": detail}))
+
+
+class Resync:
+    """Every RESYNC_SECONDS the sockets of one event loop renew their group memberships and
+    read once more.
+
+    A channel layer can forget a membership — Redis restarted without persistence forgets them
+    all, and every layer lets one lapse after its group expiry — and a socket left out of its
+    group would hear no nudge again, though its connection lives on. The database forgets
+    nothing, so a read after the renewal sends whatever the socket missed. Sockets that show one
+    stream from one cursor share that read (`chat.shared_reads`): an idle process makes one read
+    per stream per period, not one per socket.
+    """
+
+    def __init__(self) -> None:
+        self.sockets: weakref.WeakSet[StreamConsumer] = weakref.WeakSet()
+        self.task: asyncio.Task[None] | None = None
+
+    def add(self, socket: StreamConsumer) -> None:
+        self.sockets.add(socket)
+        if self.task is None or self.task.done():
+            self.task = asyncio.get_running_loop().create_task(self.run())
+
+    async def run(self) -> None:
+        while self.sockets:
+            await asyncio.sleep(RESYNC_SECONDS)
+            sockets = list(self.sockets)
+            failed = [socket for socket in sockets if not await socket.resync()]
+            if failed:
+                logger.warning(
+                    "channel layer unavailable: %d of %d sockets closed", len(failed), len(sockets)
+                )
+
+
+_resyncs: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Resync] = weakref.WeakKeyDictionary()
+
+
+def resync_of_this_loop() -> Resync:
+    loop = asyncio.get_running_loop()
+    if loop not in _resyncs:
+        _resyncs[loop] = Resync()
+    return _resyncs[loop]
 
 
 class TrailConsumer(StreamConsumer):

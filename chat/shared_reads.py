@@ -4,9 +4,10 @@ A row nudges every socket of its group at once: five hundred Consoles of one bus
 five hundred identical reads, one after another on the database thread. Sockets that show the
 same stream to the same actor from the same cursor share one read and one encoding instead.
 
-Sharing must not cost a row. A socket joins a read only if that read began after the last nudge
-the socket received: the nudge was sent after its row committed, so such a read sees the row. A
-read that began earlier may predate the row, and the socket starts a read of its own.
+Sharing must not cost a row. A read that began before a socket's nudge may predate the nudged
+row; the socket knows from the result (`Read.began`, and whether the row came) and then asks for
+a read that began after its nudge (`not_before`), which sees the row: the nudge is sent only
+after the row commits.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ def tick() -> int:
 
 
 @dataclass
-class _Read:
+class Read:
     began: int
     frames: asyncio.Future[Frames]
 
@@ -39,21 +40,24 @@ class SharedReads:
     """Reads in flight, by key: (stream, actor, cursor)."""
 
     def __init__(self) -> None:
-        self._in_flight: dict[Hashable, _Read] = {}
+        self._in_flight: dict[Hashable, Read] = {}
 
-    async def frames(self, key: Hashable, *, nudged: int, read: Callable[[], Frames]) -> Frames:
-        """The frames after the key's cursor, from a read that began after tick `nudged`."""
+    async def frames(
+        self, key: Hashable, *, read: Callable[[], Frames], not_before: int = 0
+    ) -> tuple[int, Frames]:
+        """The frames after the key's cursor, and the tick their read began: the read in
+        flight for the key when it began after `not_before`, else a new one."""
         current = self._in_flight.get(key)
-        if current is None or current.began < nudged:
-            current = _Read(
+        if current is None or current.began < not_before:
+            current = Read(
                 began=tick(), frames=asyncio.ensure_future(database_sync_to_async(read)())
             )
             self._in_flight[key] = current
             current.frames.add_done_callback(lambda _: self._forget(key, current))
         # Shielded: one socket closing mid-read must not cancel the read for the others.
-        return await asyncio.shield(current.frames)
+        return current.began, await asyncio.shield(current.frames)
 
-    def _forget(self, key: Hashable, read: _Read) -> None:
+    def _forget(self, key: Hashable, read: Read) -> None:
         if self._in_flight.get(key) is read:
             del self._in_flight[key]
         if not read.frames.cancelled():

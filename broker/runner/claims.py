@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from django.db import transaction
 from django.utils import timezone
 
 from broker import actions
@@ -17,9 +16,10 @@ def try_claim(actor: Actor, *, thread_id: int) -> ThreadClaim | None:
     claiming right now (or a turn being stored in it) is passed over instead of waited for,
     so runners racing down the same list spread out rather than queue. `claim.open` then
     re-checks everything under that lock; the one-open-claim constraint is the backstop.
-    SQLite has no row locks (Django leaves the clause out); its writers queue at BEGIN.
+    SQLite has no row locks (Django leaves the clause out); its writers queue at BEGIN. The
+    business's stream lock comes before the row lock, as in every writer (`actions.appending`).
     """
-    with transaction.atomic():
+    with actions.appending(actor.business_id):
         free = (
             Thread.objects.select_for_update(skip_locked=True)
             .filter(pk=thread_id)

@@ -12,7 +12,7 @@ import logging
 import threading
 from collections.abc import Callable
 
-from channels.layers import BaseChannelLayer, InMemoryChannelLayer, get_channel_layer
+from channels.layers import BaseChannelLayer
 
 from broker import events
 
@@ -34,16 +34,9 @@ class LayerNudges:
         self._thread: threading.Thread | None = None
         self._started = threading.Event()
 
-    @staticmethod
-    def shared_layer() -> BaseChannelLayer | None:
-        layer = get_channel_layer()
-        if layer is None or isinstance(layer, InMemoryChannelLayer):
-            return None
-        return layer
-
     def start(self) -> bool:
         """Start listening when the layer is shared between processes; False when it is not."""
-        layer = self.shared_layer()
+        layer = events.shared_layer()
         if layer is None:
             return False
         self._thread = threading.Thread(

@@ -7,11 +7,11 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 
 from broker import actions
 from broker.actors import Actor
-from broker.models import Message, ThreadClaim
+from broker.models import Message, ThreadClaim, TrailRow
 from broker.refusals import Refusal
 from tests.broker import factories
 
@@ -105,3 +105,45 @@ def test_two_replies_racing_for_one_message_store_one(
     results = race(answer, answer)
     assert len([r for r in results if isinstance(r, Message)]) == 1
     assert Message.objects.filter(message_class="RESULT").count() == 1
+
+
+def test_stream_rows_commit_in_id_order(business, human: Actor, tester: Actor) -> None:
+    """SPEC §6: a reader resumes after the last id it saw, so a trail row with a smaller id may
+    not commit after one with a greater id. A writer that has appended to the business's
+    streams holds the next one back until it commits."""
+    project = factories.project(human)
+    human_thread = factories.thread(human, project, "h")
+    tester_thread = factories.thread(tester, project, "t")
+    first_appended, release_first = threading.Event(), threading.Event()
+    second_done = threading.Event()
+    ids: dict[str, int] = {}
+
+    def first() -> None:
+        try:
+            with transaction.atomic():
+                turn = actions.send_to_thread(human, thread_id=human_thread.pk, body="first")
+                ids["first"] = TrailRow.objects.get(message=turn.message).pk
+                first_appended.set()
+                release_first.wait(10)
+        finally:
+            connection.close()
+
+    def second() -> None:
+        try:
+            turn = actions.send_to_thread(tester, thread_id=tester_thread.pk, body="second")
+            ids["second"] = TrailRow.objects.get(message=turn.message).pk
+            second_done.set()
+        finally:
+            connection.close()
+
+    writers = [threading.Thread(target=first), threading.Thread(target=second)]
+    writers[0].start()
+    assert first_appended.wait(10)
+    writers[1].start()
+    # The first writer has its trail row and has not committed: the second must wait for it.
+    assert not second_done.wait(1.0)
+    release_first.set()
+    for writer in writers:
+        writer.join(10)
+    assert second_done.is_set()
+    assert ids["first"] < ids["second"]

@@ -12,7 +12,7 @@ from channels.testing import WebsocketCommunicator
 from django.conf import settings
 from django.contrib.auth.models import User
 
-from broker import actions, selectors
+from broker import actions, events, selectors
 from broker.actors import Actor
 from broker.models import Business
 from chat.errors import close_code
@@ -438,3 +438,78 @@ def test_row_to_many_sockets_of_one_stream_is_read_once(world, monkeypatch) -> N
     got = async_to_sync(scenario)()
     assert got == [["tester to assistant: to all"]] * 50
     assert len(reads) <= 2
+
+
+def test_socket_whose_membership_the_layer_forgot_catches_up(world, monkeypatch) -> None:
+    """A layer that forgot its groups (Redis restarted without persistence, a lapsed group
+    expiry) costs a socket no row: every socket renews its memberships and reads once more
+    each RESYNC_SECONDS."""
+    from channels.layers import InMemoryChannelLayer, get_channel_layer
+
+    monkeypatch.setattr("chat.consumers.RESYNC_SECONDS", 0.2)
+    tester = world["tester"]
+
+    async def forget_every_group() -> None:
+        layer = get_channel_layer()
+        if isinstance(layer, InMemoryChannelLayer):
+            layer.groups.clear()
+            return
+        # Redis: what a restart without persistence does to the trail's group.
+        group = events.trail_group(tester.business_id)
+        connection = layer.connection(layer.consistent_hash(group))
+        await connection.delete(layer._group_key(group))
+
+    async def scenario() -> list[str]:
+        communicator = socket(TESTER, "/ws/trail/")
+        assert (await communicator.connect())[0]
+        await forget_every_group()
+        await sync_to_async(actions.send_to_thread)(
+            tester, thread_id=world["tester_thread"].pk, body="after the layer forgot"
+        )
+        got = await frames(communicator, 1)
+        # Renewed: the next row arrives by its own nudge, as ever.
+        await sync_to_async(actions.send_to_thread)(
+            tester, thread_id=world["tester_thread"].pk, body="and the next"
+        )
+        got += await frames(communicator, 1)
+        await communicator.disconnect()
+        return [f["row"]["text"] for f in got]
+
+    assert async_to_sync(scenario)() == [
+        "tester to assistant: after the layer forgot",
+        "tester to assistant: and the next",
+    ]
+
+
+def test_socket_joining_a_read_older_than_its_row_reads_again(world, monkeypatch) -> None:
+    """Sharing never costs a row: a socket whose nudge found a read in flight that began before
+    the row committed (and so lacks it) reads once more, from a read begun after its nudge."""
+    from chat import consumers
+
+    tester = world["tester"]
+    shared = consumers.SHARED_READS
+    joined_an_older_read: list[int] = []
+
+    async def frames(key, *, read, not_before=0):
+        if joined_an_older_read == [0]:
+            # Stands for a read begun at the dawn of time, before the nudged row committed.
+            joined_an_older_read.append(not_before)
+            return 0, []
+        return await type(shared).frames(shared, key, read=read, not_before=not_before)
+
+    async def scenario() -> list[str]:
+        communicator = socket(TESTER, "/ws/trail/")
+        assert (await communicator.connect())[0]
+        assert await communicator.receive_nothing(timeout=0.2)
+        monkeypatch.setattr(shared, "frames", frames)
+        joined_an_older_read.append(0)
+        await sync_to_async(actions.send_to_thread)(
+            tester, thread_id=world["tester_thread"].pk, body="committed mid-read"
+        )
+        got = [json.loads(await communicator.receive_from(timeout=3))["row"]["text"]]
+        assert await communicator.receive_nothing(timeout=0.1)
+        await communicator.disconnect()
+        return got
+
+    assert async_to_sync(scenario)() == ["tester to assistant: committed mid-read"]
+    assert len(joined_an_older_read) == 2  # the stand-in was used, and the socket read again
