@@ -14,10 +14,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from django.conf import settings
+from django.db import InterfaceError, OperationalError
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from broker import refusals
 from chat.errors import STATUS, body, close_code
@@ -28,7 +32,11 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
+logger = logging.getLogger("mosaic.chat")
+
 LISTENER_KEY = "mosaic.listener"
+# A service the WebSockets need is down: the database, or the Redis channel layer.
+UNAVAILABLE_ERRORS = (OperationalError, InterfaceError, RedisConnectionError, RedisTimeoutError)
 TESTER_HEADER = b"x-mosaic-tester"
 LOOPBACK = frozenset({"127.0.0.1", "::1"})
 
@@ -37,7 +45,7 @@ def _normalised(name: bytes) -> bytes:
     return name.strip().lower().replace(b"_", b"-")
 
 
-async def refuse(scope: Scope, send: Send, code: str, detail: str, **headers: str) -> None:
+async def refuse(scope: Scope, send: Send, code: str, detail: str) -> None:
     """Answer an HTTP request with the error body, or close a WebSocket before accepting it."""
     if scope["type"] == "websocket":
         await send({"type": "websocket.close", "code": close_code(code), "reason": code})
@@ -45,7 +53,6 @@ async def refuse(scope: Scope, send: Send, code: str, detail: str, **headers: st
     if scope["type"] != "http":
         return
     payload = json.dumps(body(code, detail)).encode()
-    extra = [(name.replace("_", "-").encode(), value.encode()) for name, value in headers.items()]
     await send(
         {
             "type": "http.response.start",
@@ -53,7 +60,6 @@ async def refuse(scope: Scope, send: Send, code: str, detail: str, **headers: st
             "headers": [
                 (b"content-type", b"application/json"),
                 (b"content-length", str(len(payload)).encode()),
-                *extra,
             ],
         }
     )
@@ -176,6 +182,35 @@ def delivering_pushes(app: ASGIApp) -> ASGIApp:
     return serve
 
 
+def unavailable_closes(app: ASGIApp) -> ASGIApp:
+    """SPEC §6 `unavailable` on WebSockets: when the database or the channel layer fails under a
+    socket (the session's user, the access check, joining or reading a group), the socket closes
+    with 4503 so the client retries after its last id, instead of a bare 500 to its handshake or
+    1011. A close code travels only after accept, so a socket not yet accepted is accepted first."""
+
+    async def guard(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "websocket":
+            await app(scope, receive, send)
+            return
+        sent: set[str] = set()
+
+        async def tracked(message: Message) -> None:
+            sent.add(message["type"])
+            await send(message)
+
+        try:
+            await app(scope, receive, tracked)
+        except UNAVAILABLE_ERRORS as error:
+            logger.warning("WebSocket closed: service unavailable (%s)", type(error).__name__)
+            if "websocket.close" in sent:
+                return
+            if "websocket.accept" not in sent:
+                await send({"type": "websocket.accept"})
+            await send({"type": "websocket.close", "code": close_code(refusals.UNAVAILABLE)})
+
+    return guard
+
+
 def by_port(*, human: ASGIApp, tester: ASGIApp) -> ASGIApp:
     """One process, both listeners: the tester port's connections go to the tester listener."""
 
@@ -246,11 +281,13 @@ def build_human_application(django_http: ASGIApp) -> ASGIApp:
             ProtocolTypeRouter(
                 {
                     "http": named("human", capped_body(ASGIStaticFilesHandler(django_http))),
-                    "websocket": named(
-                        "human",
-                        websocket_origin_only(
-                            human_origins, AuthMiddlewareStack(websocket_routes("human"))
-                        ),
+                    "websocket": unavailable_closes(
+                        named(
+                            "human",
+                            websocket_origin_only(
+                                human_origins, AuthMiddlewareStack(websocket_routes("human"))
+                            ),
+                        )
                     ),
                 }
             )
@@ -280,8 +317,11 @@ def build_tester_application(django_http: ASGIApp) -> ASGIApp:
             ProtocolTypeRouter(
                 {
                     "http": named("tester", capped_body(ASGIStaticFilesHandler(django_http))),
-                    "websocket": named(
-                        "tester", websocket_origin_only(tester_origins, websocket_routes("tester"))
+                    "websocket": unavailable_closes(
+                        named(
+                            "tester",
+                            websocket_origin_only(tester_origins, websocket_routes("tester")),
+                        )
                     ),
                 }
             )

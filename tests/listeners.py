@@ -39,6 +39,19 @@ def test_database_kept_open() -> Iterator[None]:
         request_finished.connect(close_old_connections)
 
 
+def write_headers(origin: str, csrf_token: str | None = None) -> dict[str, str]:
+    """What a listener's own page sends with a write: its Origin, Fetch Metadata, JSON, and the
+    CSRF token when it has one (L2, L3)."""
+    headers = {
+        "Origin": origin,
+        "Sec-Fetch-Site": "same-origin",
+        "Content-Type": "application/json",
+    }
+    if csrf_token:
+        headers["X-CSRFToken"] = csrf_token
+    return headers
+
+
 @functools.cache
 def application(listener: str) -> Any:
     # Django's ASGI handler itself, not get_asgi_application(): that would run django.setup()
@@ -74,15 +87,7 @@ class ListenerClient:
 
     def write_headers(self) -> dict[str, str]:
         """What this listener's own page would send with a write."""
-        headers = {
-            "Origin": self.origin,
-            "Sec-Fetch-Site": "same-origin",
-            "Content-Type": "application/json",
-        }
-        token = self.cookies.get("csrftoken")
-        if token:
-            headers["X-CSRFToken"] = token
-        return headers
+        return write_headers(self.origin, self.cookies.get("csrftoken"))
 
     def request(
         self,

@@ -14,6 +14,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from django.db import DatabaseError
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -77,6 +78,8 @@ def _user_of(request: Request) -> str:
         return "tester"
     try:
         actor = request.auth
-    except Refusal:
+    except (Refusal, DatabaseError):
+        # Authentication failed and the view has answered (a refusal, or 503 `unavailable`);
+        # the log line must not fail the answer by authenticating again.
         return ""
     return actor.username if isinstance(actor, Actor) and actor.is_human else ""

@@ -6,6 +6,8 @@ from typing import Any
 
 import httpx
 
+from tests.listeners import write_headers
+
 
 class LiveApi:
     """One listener's API: keeps cookies, and sends writes with the page's own headers."""
@@ -18,15 +20,7 @@ class LiveApi:
         self.client.close()
 
     def write_headers(self) -> dict[str, str]:
-        headers = {
-            "Origin": self.base_url,
-            "Sec-Fetch-Site": "same-origin",
-            "Content-Type": "application/json",
-        }
-        token = self.client.cookies.get("csrftoken")
-        if token:
-            headers["X-CSRFToken"] = token
-        return headers
+        return write_headers(self.base_url, self.client.cookies.get("csrftoken"))
 
     def get(self, path: str) -> Any:
         answer = self.client.get(path)
