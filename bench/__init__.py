@@ -1,0 +1,1 @@
+"""Benchmarks of the product beside a typical Channels app, run by `python -m bench.run`."""

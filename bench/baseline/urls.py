@@ -1,0 +1,5 @@
+from django.urls import path
+
+from bench.baseline import views
+
+urlpatterns = [path("send", views.send)]

@@ -1,0 +1,120 @@
+"""`docs/benchmarks.md`: machine and configuration on top, then one table per target."""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+HEADER = (
+    "| setup | n | p50 ms | p95 ms | p99 ms | max ms | lost | dup | out of order | errors "
+    "| figure |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+)
+
+
+def verdict(what: str, value: float, limit: float, higher: bool) -> dict[str, Any]:
+    """A figure against its target: `higher` means at least `limit`, else at most."""
+    if math.isnan(value):
+        return {"text": f"{what}: no figure", "met": None}
+    met = value >= limit if higher else value <= limit
+    sign = "≥" if higher else "≤"
+    return {"text": f"{what} = {value:.3g} (target {sign} {limit:g})", "met": met}
+
+
+def check(what: str, met: bool) -> dict[str, Any]:
+    return {"text": what, "met": met}
+
+
+def skipped(what: str) -> dict[str, Any]:
+    return {"text": f"{what}: not measured in this run", "met": None}
+
+
+def number(value: Any) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    if isinstance(value, float):
+        return f"{value:.1f}"
+    return str(value)
+
+
+def row(line: dict[str, Any]) -> str:
+    latency = line.get("latency") or {}
+    cells = [
+        line["setup"],
+        number(latency.get("n")) if latency else "–",
+        *(number(latency.get(k)) for k in ("p50", "p95", "p99", "max")),
+        *(number(line.get(k)) for k in ("lost", "duplicates", "out_of_order", "errors")),
+        line.get("figure", ""),
+    ]
+    return "| " + " | ".join(cells) + " |"
+
+
+def mark(met: bool | None) -> str:
+    return {True: "**met**", False: "**missed**", None: "not measured"}[met]
+
+
+def render(
+    machine: dict[str, str], configuration: dict[str, str], sections: list[dict[str, Any]]
+) -> str:
+    lines = [
+        "# Benchmarks",
+        "",
+        "Written by `make bench` (`python -m bench.run`); every full run rewrites this file. "
+        "`make bench-quick` prints the same tables for SQLite and the in-memory layer only, "
+        "with shorter windows and a 20-second soak, and writes nothing. How the figures are "
+        "made is in `bench/` (see its docstrings); the targets are issue 7's.",
+        "",
+        f"Run at {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.",
+        "",
+        "| machine | |",
+        "|---|---|",
+        *(f"| {key} | {value} |" for key, value in machine.items()),
+        "",
+        "| configuration | |",
+        "|---|---|",
+        *(f"| {key} | {value} |" for key, value in configuration.items() if key != "plan"),
+        "",
+        "The machine is shared and noisy: figures vary about ±15% between runs. Product and "
+        "baseline are measured in the same run (alternately for P1; one after the other for "
+        "P2 and P3, each with its Consoles open throughout), and each figure is the median of "
+        "its repeats (for latencies, the median of each repeat's percentile); n is the samples "
+        "of one repeat. Load comes from its own process, open-loop: each send is due at a "
+        "fixed time and its latency counts from then. The product runs as `make run` runs it "
+        "(`manage.py serve`: daphne, both listeners), with `--no-runner` except for P5 so "
+        "that, like the baseline, it does only the sending; load goes to the tester listener, "
+        "which needs no sign-in, and Consoles read the tester's trail.",
+        "",
+        "## Summary",
+        "",
+        "| target | verdict | figure |",
+        "|---|---|---|",
+    ]
+    for section in sections:
+        for item in section["verdicts"]:
+            lines.append(f"| {section['key']} | {mark(item['met'])} | {item['text']} |")
+    for section in sections:
+        lines += ["", f"## {section['title']}", "", f"Target: {section['target']}.", ""]
+        if section["rows"]:
+            lines += [HEADER, *(row(line) for line in section["rows"]), ""]
+        for item in section["verdicts"]:
+            lines.append(f"- {mark(item['met'])}: {item['text']}")
+        if section.get("note"):
+            lines += ["", section["note"]]
+        profile = section.get("profile")
+        if profile:
+            lines += [
+                "",
+                f"Profile of the product on this scenario (py-spy, {profile['samples']} samples "
+                "of the server's threads while busy; % of samples with the frame on the stack):",
+                "",
+                "| where | % |",
+                "|---|---:|",
+                *(f"| {name} | {share} |" for name, share in profile["areas"]),
+                *(f"| `{name}` | {share} |" for name, share in profile["ours"]),
+                "",
+                "Hottest leaf frames: "
+                + "; ".join(f"`{name}` {share}%" for name, share in profile["leaves"][:5])
+                + ".",
+            ]
+    lines.append("")
+    return "\n".join(lines)

@@ -1,0 +1,1050 @@
+"""The benchmark run: `python -m bench.run [--quick] [--output PATH]`.
+
+Starts the product (`manage.py serve`, as `make run` does) and the baseline (`bench/baseline`,
+under daphne) on the same database engine and channel layer, drives both from a separate
+load-generator process, open-loop, and writes the figures and ratios as Markdown. Each figure
+is the median over the repeats; ratios are taken between medians of the same run.
+
+The full run (`make bench`) covers SQLite with the in-memory layer, Redis, and PostgreSQL, and
+rewrites `docs/benchmarks.md`. The quick run (`make bench-quick`) covers SQLite with the
+in-memory layer only, with shorter windows and a 20-second soak, and prints its table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import platform
+import signal
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from bench import processes as proc
+from bench import report
+from bench.profiles import summarise
+from bench.stats import median_of, median_summary
+
+SQLITE = "SQLite (WAL, synchronous=NORMAL), in-memory layer"
+# P4 measures how long one read takes at scale, not how many reads the server bears: each path
+# is read at a rate well inside one server's capacity, so the figure is not queueing.
+P4_RATE = 10
+
+
+@dataclass(frozen=True)
+class Plan:
+    name: str
+    repeats: int
+    p1_seconds: float
+    p1_rate: float
+    p2_seconds: float
+    p3_consoles: int
+    p3_rows: int
+    p3_rate: float
+    p4_threads: int
+    p4_messages: int
+    p4_seconds: float
+    p5_sends: int
+    p5_window: float
+    slow_repeats: int
+    p6_consoles: int
+    soak_seconds: float
+    redis: bool
+    postgres: bool
+    profile: bool
+    p5_concurrency: bool
+
+
+QUICK = Plan(
+    name="quick",
+    repeats=3,
+    p1_seconds=1.5,
+    p1_rate=500,
+    p2_seconds=1.5,
+    p3_consoles=100,
+    p3_rows=5,
+    p3_rate=10,
+    p4_threads=1_000,
+    p4_messages=10_000,
+    p4_seconds=0.6,
+    p5_sends=10,
+    p5_window=2.0,
+    slow_repeats=1,
+    p6_consoles=200,
+    soak_seconds=20,
+    redis=False,
+    postgres=False,
+    profile=False,
+    p5_concurrency=False,
+)
+FULL = Plan(
+    name="full",
+    repeats=3,
+    p1_seconds=3.0,
+    p1_rate=500,
+    p2_seconds=4.0,
+    p3_consoles=500,
+    p3_rows=10,
+    p3_rate=10,
+    p4_threads=10_000,
+    p4_messages=100_000,
+    p4_seconds=3.0,
+    p5_sends=15,
+    p5_window=3.0,
+    slow_repeats=3,
+    p6_consoles=1_000,
+    soak_seconds=300,
+    redis=True,
+    postgres=True,
+    profile=True,
+    p5_concurrency=True,
+)
+
+
+class Run:
+    """One benchmark run: its scratch directory, its processes, its results."""
+
+    def __init__(self, plan: Plan, workdir: Path) -> None:
+        self.plan = plan
+        self.workdir = workdir
+        self.started: list[proc.Process] = []
+        self.loads: list[subprocess.Popen[str]] = []
+        self.databases: list[str] = []
+        self.sections: list[dict[str, Any]] = []
+        self.raw: dict[str, Any] = {}
+        self.serial = 0
+        self.began = time.monotonic()
+
+    # --- plumbing ------------------------------------------------------------------------
+
+    def log(self, text: str) -> None:
+        print(f"[{time.monotonic() - self.began:6.1f}s] {text}", flush=True)
+
+    def tag(self) -> str:
+        self.serial += 1
+        return f"r{self.serial}x{int(time.time()) % 100000}"
+
+    @contextmanager
+    def running(self, *servers: proc.Process) -> Iterator[None]:
+        try:
+            for server in servers:
+                self.started.append(server)
+                server.start()
+            yield
+        finally:
+            for server in servers:
+                server.stop()
+
+    def cleanup(self) -> None:
+        for load in self.loads:
+            if load.poll() is None:
+                load.kill()
+                load.wait()
+        for server in self.started:
+            server.stop(timeout=5)
+        for name in self.databases:
+            try:
+                proc.drop_pg(name)
+            except Exception as error:  # the report matters more than a leftover scratch db
+                self.log(f"could not drop {name}: {error}")
+
+    def sqlite_copy(self, template: Path, label: str) -> str:
+        return proc.copy_sqlite(template, self.workdir / f"{label}-{self.tag()}.sqlite3")
+
+    def pg(self, suffix: str) -> str:
+        name = f"mosaic_bench_{suffix}"
+        self.databases.append(name)
+        return proc.create_pg(name)
+
+    def target(self, server: proc.Process, threads: list[int] | None = None) -> dict[str, Any]:
+        kind = "baseline" if server.name.startswith("baseline") else "product"
+        port = server.tester_port  # type: ignore[attr-defined]
+        return {"kind": kind, "port": port, "thread_ids": threads or []}
+
+    def order(self, repeat: int, pair: list[Any]) -> list[Any]:
+        """Alternate who goes first, so a drifting machine favours neither."""
+        return pair if repeat % 2 == 0 else list(reversed(pair))
+
+    # --- product set-up over HTTP, as the tester ---------------------------------------------
+
+    def tester_post(self, server: proc.Process, path: str, payload: dict[str, Any]) -> Any:
+        port = server.tester_port  # type: ignore[attr-defined]
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{port}{path}",
+            data=json.dumps(payload).encode(),
+            headers={
+                "Origin": f"http://127.0.0.1:{port}",
+                "Sec-Fetch-Site": "same-origin",
+                "Content-Type": "application/json",
+            },
+            method="POST",
+        )
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            return json.loads(answer.read())
+
+    def threads(self, server: proc.Process, count: int) -> list[int]:
+        project = self.tester_post(server, "/api/chat/projects", {"name": f"bench {self.tag()}"})
+        project_id = project["project"]["id"]
+        return [
+            self.tester_post(server, "/api/chat/threads", {"project": project_id, "name": f"t{i}"})[
+                "thread"
+            ]["id"]
+            for i in range(count)
+        ]
+
+    # --- figures ---------------------------------------------------------------------------
+
+    def section(self, key: str, title: str, target: str, **content: Any) -> dict[str, Any]:
+        section = {"key": key, "title": title, "target": target, "rows": [], "verdicts": []}
+        section.update(content)
+        self.sections.append(section)
+        return section
+
+
+# --- phases ---------------------------------------------------------------------------------
+
+
+def templates(run: Run) -> tuple[Path, Path]:
+    """Migrated SQLite files, copied fresh for each server (a migration costs seconds)."""
+    product, baseline = run.workdir / "product.template", run.workdir / "baseline.template"
+    with ThreadPoolExecutor(2) as pool:
+        jobs = [
+            pool.submit(proc.prepare_product, f"sqlite:///{product}"),
+            pool.submit(proc.prepare_baseline, f"sqlite:///{baseline}"),
+        ]
+        for job in jobs:
+            job.result()
+    return product, baseline
+
+
+def sends_per_second(
+    run: Run, pair: list[tuple[str, proc.Process, list[int]]], floor: Callable[[], float]
+) -> dict[str, Any]:
+    """P1: each server's sustained sends/s under an open-loop offer above what it can take."""
+    plan = run.plan
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name, _, _ in pair}
+    floors = []
+    for repeat in range(plan.repeats):
+        for name, server, threads in run.order(repeat, pair):
+            result = proc.load(
+                {
+                    "scenario": "sends",
+                    "run": run.tag(),
+                    "target": run.target(server, threads),
+                    "rate": plan.p1_rate,
+                    "window": plan.p1_seconds,
+                }
+            )
+            runs[name].append(result)
+            run.log(f"P1 {name}: {result['throughput']:.0f} sends/s {result['statuses']}")
+        floors.append(floor())
+    return {"runs": runs, "floors": floors, "offered": plan.p1_rate}
+
+
+def sqlite_floor(run: Run) -> float:
+    path = run.workdir / f"floor-{run.tag()}.sqlite3"
+    seconds = min(2.0, run.plan.p1_seconds)
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.floor", "sqlite", str(path), str(seconds)],
+        cwd=proc.ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    return float(json.loads(done.stdout.splitlines()[-1])["result"]["commits_per_s"])
+
+
+def pg_floor(run: Run, url: str) -> float:
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.floor", "postgres", url, str(min(2.0, run.plan.p1_seconds))],
+        cwd=proc.ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    return float(json.loads(done.stdout.splitlines()[-1])["result"]["commits_per_s"])
+
+
+def p1_section(run: Run, setup: str, measured: dict[str, Any]) -> None:
+    runs = measured["runs"]
+    product = median_of(runs["product"], "throughput")
+    baseline = median_of(runs["baseline"], "throughput")
+    floor = statistics.median(measured["floors"])
+    section = run.section(
+        f"P1 {setup}",
+        f"P1 — sustained sends/s through POST …/messages ({setup})",
+        "≥ 0.6× the baseline's sends/s, and ≥ 0.3× the raw commit floor",
+    )
+    for name in ("product", "baseline"):
+        errors = sum(
+            n for r in runs[name] for status, n in r["statuses"].items() if status[0] != "2"
+        )
+        section["rows"].append(
+            {
+                "setup": name,
+                "latency": median_summary([r["latency"] for r in runs[name]]),
+                "errors": errors,
+                "figure": f"{median_of(runs[name], 'throughput'):.0f} sends/s",
+            }
+        )
+    section["rows"].append({"setup": "commit floor", "figure": f"{floor:.0f} commits/s"})
+    section["verdicts"] = [
+        report.verdict("product ÷ baseline", product / baseline, 0.6, higher=True),
+        report.verdict("product ÷ commit floor", product / floor, 0.3, higher=True),
+    ]
+    section["note"] = (
+        f"Each server is offered {run.plan.p1_rate:.0f} sends/s open-loop over "
+        f"{run.plan.p1_seconds:g} s through 32 keep-alive connections — more than either "
+        "takes, so neither is ever idle; sends/s is what it completed within the window "
+        "(the rest is cancelled), and the latencies are those of a saturated server. The "
+        "sends go round-robin to 20 threads."
+    )
+    run.raw[section["key"]] = measured
+
+
+def streams(
+    run: Run,
+    pair: list[tuple[str, proc.Process, list[int]]],
+    *,
+    consoles: int,
+    rate: float,
+    seconds: float,
+    label: str,
+) -> dict[str, list[dict[str, Any]]]:
+    """Each server's Consoles open once; the repeats are bursts of sends measured apart."""
+    runs: dict[str, list[dict[str, Any]]] = {}
+    for name, server, threads in pair:
+        runs[name] = proc.load(
+            {
+                "scenario": "stream",
+                "run": run.tag(),
+                "target": run.target(server, threads),
+                "consoles": consoles,
+                "rate": rate,
+                "duration": seconds,
+                "bursts": run.plan.repeats,
+                "drain": 3.0,
+                "settle": 1.0 if consoles > 1 else 0.3,
+            }
+        )
+        for result in runs[name]:
+            run.log(
+                f"{label} {name}: p99 {result['last_console']['p99']} ms to the last Console, "
+                f"lost {result['lost']}, out of order {result['out_of_order']}"
+            )
+    return runs
+
+
+def stream_rows(runs: dict[str, list[dict[str, Any]]], figure: str) -> list[dict[str, Any]]:
+    rows = []
+    for name, results in runs.items():
+        rows.append(
+            {
+                "setup": name,
+                "latency": median_summary([r[figure] for r in results]),
+                "lost": sum(r["lost"] for r in results),
+                "duplicates": sum(r["duplicates"] for r in results),
+                "out_of_order": sum(r["out_of_order"] for r in results),
+                "errors": sum(
+                    n
+                    for r in results
+                    for status, n in r["sends"]["statuses"].items()
+                    if status[0] != "2"
+                ),
+                "figure": f"{sum(r['rows'] for r in results)} rows × {results[0]['consoles']} "
+                f"Consoles; {results[0]['connect_retries']} connect retries",
+            }
+        )
+    return rows
+
+
+def p2_section(run: Run, layer: str, runs: dict[str, list[dict[str, Any]]], limit: float) -> None:
+    section = run.section(
+        f"P2 {layer}",
+        f"P2 — send → trail row at one Console, 50 sends/s ({layer})",
+        f"p99 ≤ {limit:.0f} ms; ≤ 1.5× the baseline's post→socket p99",
+        rows=stream_rows(runs, "last_console"),
+    )
+    product = median_of([r["last_console"] for r in runs["product"]], "p99")
+    baseline = median_of([r["last_console"] for r in runs["baseline"]], "p99")
+    section["verdicts"] = [
+        report.verdict("product p99 (ms)", product, limit, higher=False),
+        report.verdict("product p99 ÷ baseline p99", product / baseline, 1.5, higher=False),
+        report.verdict("rows lost by the product", float(section["rows"][0]["lost"]), 0, False),
+    ]
+    run.raw[section["key"]] = runs
+
+
+def p3_section(run: Run, layer: str, runs: dict[str, list[dict[str, Any]]]) -> None:
+    section = run.section(
+        f"P3 {layer}",
+        f"P3 — fan-out of each row to {run.plan.p3_consoles} open Consoles ({layer})",
+        "0 lost; p99 to the last Console ≤ 250 ms",
+        rows=stream_rows(runs, "last_console"),
+    )
+    product = median_of([r["last_console"] for r in runs["product"]], "p99")
+    section["verdicts"] = [
+        report.verdict("rows lost by the product", float(section["rows"][0]["lost"]), 0, False),
+        report.verdict("product p99 to the last Console (ms)", product, 250, higher=False),
+    ]
+    section["note"] = (
+        f"{run.plan.p3_rate:.0f} rows/s; latency is from each send's scheduled time until the "
+        "last of the Consoles has the row. Lost counts row × Console deliveries missing after "
+        "a 3-second drain; the baseline's rows lost here are SPEC §11's silent layer drops."
+    )
+    run.raw[section["key"]] = runs
+
+
+def p4(run: Run, template: Path) -> None:
+    plan = run.plan
+    database = run.sqlite_copy(template, "p4")
+    env = proc.base_environment(database, None)
+    env["DJANGO_SETTINGS_MODULE"] = "mosaic.settings"
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.seed", str(plan.p4_threads), str(plan.p4_messages)],
+        cwd=proc.ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(done.stderr[-3000:])
+    seeded = json.loads(done.stdout.splitlines()[-1])["result"]
+    run.log(f"P4 seeded {seeded['threads']} threads, {seeded['messages']} messages")
+    server = proc.product_server(run.workdir, database, label="product-p4")
+    paths = {
+        f"thread list ({plan.p4_threads:,} threads)": (
+            f"/api/chat/threads?project={seeded['big_project']}"
+        ),
+        f"message page ({plan.p4_messages // 10:,} in the thread)": (
+            f"/api/chat/threads/{seeded['big_thread']}/messages"
+        ),
+        "thread list (10 threads)": f"/api/chat/threads?project={seeded['small_project']}",
+        "message page (10 in the thread)": f"/api/chat/threads/{seeded['small_thread']}/messages",
+    }
+    runs: list[dict[str, Any]] = []
+    with run.running(server):
+        for _ in range(plan.slow_repeats):
+            runs.append(
+                proc.load(
+                    {
+                        "scenario": "reads",
+                        "run": run.tag(),
+                        "target": run.target(server),
+                        "paths": paths,
+                        "rate": P4_RATE,
+                        "duration": plan.p4_seconds,
+                    }
+                )
+            )
+    section = run.section(
+        "P4",
+        f"P4 — thread list and message page with {seeded['threads']:,} threads and "
+        f"{seeded['messages']:,} messages (SQLite)",
+        "p99 ≤ 20 ms; query count the same as with 10 threads",
+    )
+    p99s = []
+    for name in paths:
+        latency = median_summary([r[name]["latency"] for r in runs])
+        errors = sum(n for r in runs for s, n in r[name]["statuses"].items() if s[0] != "2")
+        section["rows"].append({"setup": name, "latency": latency, "errors": errors})
+        if "10 " not in name:
+            p99s.append(latency["p99"])
+    counts = seeded["queries"]
+    section["verdicts"] = [
+        report.verdict("worst p99 of the two big reads (ms)", max(p99s), 20, higher=False),
+        report.check(
+            "selector queries, big vs 10 threads: thread list "
+            f"{counts['big']['threads']} vs {counts['small']['threads']}, message page "
+            f"{counts['big']['messages']} vs {counts['small']['messages']}",
+            counts["big"] == counts["small"],
+        ),
+    ]
+    section["note"] = (
+        f"{P4_RATE} reads/s of each path, open-loop, newest page (limit 100). Rows inserted in "
+        "bulk; the thread list is of one project holding every seeded thread. Query counts are "
+        "pinned in tests/broker/test_query_counts.py."
+    )
+    run.raw["P4"] = {"seeded": seeded, "runs": runs}
+
+
+def p5_offline(run: Run, template: Path) -> None:
+    plan = run.plan
+    server = proc.product_server(
+        run.workdir, run.sqlite_copy(template, "p5"), runner=True, label="product-p5"
+    )
+    runs = []
+    with run.running(server):
+        server.wait_for_line("assistant runner")
+        for _ in range(plan.slow_repeats):
+            threads = run.threads(server, plan.p5_sends)
+            result = proc.load(
+                {
+                    "scenario": "replies",
+                    "run": run.tag(),
+                    "target": run.target(server, threads),
+                    "rate": 5,
+                    "drain": 10.0,
+                }
+            )
+            runs.append(result)
+            run.log(f"P5 offline: p50 {result['reply']['p50']} ms, lost {result['lost']}")
+    section = run.section(
+        "P5 offline",
+        "P5 — send → RESULT reply, offline backend (SQLite, in-process runner)",
+        "p50 ≤ 50 ms",
+        rows=[
+            {
+                "setup": "product",
+                "latency": median_summary([r["reply"] for r in runs]),
+                "lost": sum(r["lost"] for r in runs),
+                "figure": f"{sum(r['reply']['n'] for r in runs)} turns, 5/s, one per thread",
+            }
+        ],
+    )
+    p50 = median_of([r["reply"] for r in runs], "p50")
+    section["verdicts"] = [report.verdict("p50 (ms)", p50, 50, higher=False)]
+    section["note"] = (
+        "From the send's scheduled time until the reply's row reaches a trail Console. The "
+        "baseline has no assistant, so there is no ratio here."
+    )
+    run.raw["P5 offline"] = runs
+
+
+def count_results(database: str) -> int:
+    sql = "SELECT count(*) FROM broker_message WHERE class = 'RESULT'"
+    if database.startswith("sqlite:///"):
+        path = database[len("sqlite:///") :]
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10) as connection:
+            return int(connection.execute(sql).fetchone()[0])
+    import psycopg
+
+    with psycopg.connect(database) as connection:
+        row = connection.execute(sql).fetchone()
+        return int(row[0]) if row else 0
+
+
+def replies_per_second(
+    run: Run,
+    database: str,
+    server: proc.Process,
+    threads: list[int],
+    model: str,
+    arguments: list[list[str]],
+    turns_each: int,
+) -> float:
+    """Queue turns in every thread, start the runners, count replies over the window."""
+    proc.load(
+        {
+            "scenario": "sends",
+            "run": run.tag(),
+            "target": run.target(server, threads),
+            "rate": 200,
+            "duration": len(threads) * turns_each / 200,
+            "connections": 8,
+        },
+    )
+    backend = {
+        "MOSAIC_ASSISTANT_BACKEND": "openai",
+        "MOSAIC_ASSISTANT_BASE_URL": model,
+        "MOSAIC_ASSISTANT_MODEL": "bench",
+    }
+    runners = [
+        proc.runner_process(run.workdir, database, backend, *args, label=f"runner-{run.tag()}")
+        for args in arguments
+    ]
+    with run.running(*runners):
+        for runner in runners:
+            runner.wait_for_line("runassistant: run-")
+        time.sleep(0.5)  # past the first claims, into the steady state
+        before, began = count_results(database), time.monotonic()
+        time.sleep(run.plan.p5_window)
+        after, ended = count_results(database), time.monotonic()
+    return (after - before) / (ended - began)
+
+
+def p5_concurrency(run: Run, database: str, engine: str, configs: dict[str, list[list[str]]]):
+    """P5 with a model taking 200 ms per reply and 50 busy threads."""
+    model = proc.fake_model(run.workdir, 0.2)
+    server = proc.product_server(run.workdir, database, label=f"product-p5-{engine}")
+    figures: dict[str, list[float]] = {name: [] for name in configs}
+    with run.running(model, server):
+        threads = run.threads(server, 50)
+        for repeat in range(run.plan.slow_repeats):
+            for name, arguments in run.order(repeat, list(configs.items())):
+                # Enough turns that no thread runs dry during the window.
+                rate = replies_per_second(
+                    run, database, server, threads, model.url, arguments, turns_each=3
+                )  # type: ignore[attr-defined]
+                figures[name].append(rate)
+                run.log(f"P5 {engine} {name}: {rate:.1f} replies/s")
+    return figures
+
+
+def p5_sqlite(run: Run, template: Path) -> dict[str, list[float]]:
+    database = run.sqlite_copy(template, "p5c")
+    return p5_concurrency(
+        run,
+        database,
+        "sqlite",
+        {"one turn at a time": [["--concurrency", "1"]], "default concurrency": [[]]},
+    )
+
+
+def p5_concurrency_section(
+    run: Run, sqlite: dict[str, list[float]], pg: dict[str, list[float]] | None
+) -> None:
+    section = run.section(
+        "P5 concurrency",
+        "P5 — replies/s with a backend taking 200 ms per reply, 50 busy threads",
+        "one runner ≥ 6× a runner held to one turn at a time; two runners on PostgreSQL ≥ 1.8× one",
+    )
+    for engine, figures in (("SQLite", sqlite), ("PostgreSQL", pg or {})):
+        for name, rates in figures.items():
+            section["rows"].append(
+                {
+                    "setup": f"{engine}: {name}",
+                    "figure": f"{statistics.median(rates):.1f} replies/s "
+                    f"({', '.join(f'{r:.1f}' for r in rates)})",
+                }
+            )
+    one = statistics.median(sqlite["one turn at a time"])
+    many = statistics.median(sqlite["default concurrency"])
+    section["verdicts"] = [
+        report.verdict("SQLite: default ÷ one turn at a time", many / one, 6, higher=True)
+    ]
+    if pg:
+        single = statistics.median(pg["one runner"])
+        double = statistics.median(pg["two runners"])
+        section["verdicts"].append(
+            report.verdict("PostgreSQL: two runners ÷ one", double / single, 1.8, higher=True)
+        )
+    else:
+        section["verdicts"].append(report.skipped("PostgreSQL: two runners ÷ one"))
+    section["note"] = (
+        "Each runner is a `manage.py runassistant` process (default concurrency unless "
+        "`--concurrency 1`) against a model server that answers every request after 200 ms; "
+        "replies/s is counted in the database over the window, after the runners started."
+    )
+    run.raw["P5 concurrency"] = {"sqlite": sqlite, "postgres": pg}
+
+
+def p5_skipped(run: Run) -> None:
+    section = run.section(
+        "P5 concurrency",
+        "P5 — replies/s with a backend taking 200 ms per reply, 50 busy threads",
+        "one runner ≥ 6× a runner held to one turn at a time; two runners on PostgreSQL ≥ 1.8× one",
+    )
+    section["verdicts"] = [report.skipped("runner concurrency (full run only)")]
+
+
+def idle_consoles(
+    run: Run, server: proc.Process, quiet_thread: int | None
+) -> tuple[dict[str, Any], proc.HeldLoad]:
+    """P6: server RSS before and 2 s after opening the idle Consoles, which stay open."""
+    before = server.rss_kib()
+    held = proc.HeldLoad(
+        {
+            "scenario": "idle",
+            "run": run.tag(),
+            "target": run.target(server),
+            "consoles": run.plan.p6_consoles,
+            "quiet_thread": quiet_thread,
+        }
+    )
+    ready = held.wait_ready()
+    time.sleep(2.0)
+    after = server.rss_kib()
+    figures = {
+        "before": before,
+        "after": after,
+        "per_console": (after - before) / run.plan.p6_consoles,
+        "open_seconds": ready["seconds"],
+    }
+    run.log(f"P6 {server.name}: {figures['per_console']:.1f} KiB per idle Console")
+    return figures, held
+
+
+class Soak:
+    """The product on a server of its own, beside the rest of the run: the idle Consoles of
+    P6 stay open while a light load runs for the soak's length and RSS is sampled."""
+
+    def __init__(self, run: Run, template: Path) -> None:
+        self.run = run
+        self.server = proc.product_server(
+            run.workdir, run.sqlite_copy(template, "soak"), label="product-soak"
+        )
+        self.samples: list[tuple[float, int]] = []
+        self.stop = threading.Event()
+
+    def start(self) -> None:
+        run = self.run
+        run.started.append(self.server)
+        self.server.start()
+        threads = run.threads(self.server, 6)
+        self.idle, self.held = idle_consoles(run, self.server, quiet_thread=threads[0])
+        self.began = time.monotonic()
+        self.sampler = threading.Thread(target=self.sample, daemon=True)
+        self.sampler.start()
+        config = {
+            "scenario": "stream",
+            "run": run.tag(),
+            "target": run.target(self.server, threads[1:]),
+            "consoles": 10,
+            "rate": 5,
+            "duration": run.plan.soak_seconds,
+            "drain": 3.0,
+        }
+        self.load = subprocess.Popen(
+            [sys.executable, "-m", "bench.loadgen", json.dumps(config)],
+            cwd=proc.ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        run.loads += [self.load, self.held.popen]
+
+    def sample(self) -> None:
+        while not self.stop.wait(2.0):
+            self.samples.append((time.monotonic() - self.began, self.server.rss_kib()))
+
+    def finish(self, baseline: dict[str, Any]) -> None:
+        run = self.run
+        out, err = self.load.communicate(timeout=run.plan.soak_seconds + 300)
+        self.stop.set()
+        self.sampler.join()
+        ended = self.held.release()
+        self.server.stop()
+        lines = [line for line in out.splitlines() if line.startswith('{"result"')]
+        if not lines:
+            raise RuntimeError(f"soak load failed:\n{err[-3000:]}")
+        (soak,) = json.loads(lines[-1])["result"]
+        # Drift: the last fifth of the soak against its second fifth (the first is warm-up).
+        fifth = max(1, len(self.samples) // 5)
+        early = statistics.median(rss for _, rss in self.samples[fifth : 2 * fifth])
+        late = statistics.median(rss for _, rss in self.samples[-fifth:])
+        drift = (late - early) / early
+        plan = run.plan
+        section = run.section(
+            "P6",
+            f"P6 — memory (SQLite, in-memory layer): {plan.p6_consoles:,} idle Consoles, "
+            f"{plan.soak_seconds:.0f}-second soak",
+            "≤ 64 KiB of server RSS per idle Console at 1,000 Consoles; RSS drift < 5% over a "
+            "5-minute soak",
+        )
+        for name, figures, alive in (
+            ("product", self.idle, ended["alive_at_end"]),
+            ("baseline", baseline, None),
+        ):
+            still = "" if alive is None else f"; {alive} still open after the soak"
+            section["rows"].append(
+                {
+                    "setup": f"{name}: idle Consoles",
+                    "figure": f"{figures['per_console']:.1f} KiB/Console (RSS "
+                    f"{figures['before'] / 1024:.0f} → {figures['after'] / 1024:.0f} MiB; "
+                    f"opened in {figures['open_seconds']:.1f} s{still})",
+                }
+            )
+        section["rows"].append(
+            {
+                "setup": "product: soak",
+                "latency": soak["delivery"],
+                "lost": soak["lost"],
+                "duplicates": soak["duplicates"],
+                "out_of_order": soak["out_of_order"],
+                "figure": f"RSS {early / 1024:.1f} → {late / 1024:.1f} MiB "
+                f"({100 * drift:+.1f}%); {soak['rows']} rows × 10 Consoles",
+            }
+        )
+        section["verdicts"] = [
+            report.verdict(
+                "product KiB per idle Console", self.idle["per_console"], 64, higher=False
+            ),
+            report.verdict("product RSS drift over the soak (%)", 100 * drift, 5, higher=False),
+        ]
+        section["note"] = (
+            "RSS is the server process's (/proc VmRSS) before the Consoles open and 2 s after, "
+            "on a freshly started server. The product's idle Consoles are thread streams of a "
+            "thread with no traffic; the baseline's join its one group, with no sends. The "
+            "soak runs on a product server of its own, beside the rest of the run: the idle "
+            "Consoles stay open, 10 trail Consoles follow 5 sends/s, and RSS is sampled every "
+            "2 s; drift compares the median of the last fifth with the second fifth (the first "
+            "fifth is warm-up)."
+        )
+        if plan.soak_seconds < 300:
+            section["note"] += f" This run soaked {plan.soak_seconds:.0f} s, not 5 minutes."
+        run.raw["P6"] = {
+            "product": self.idle,
+            "baseline": baseline,
+            "samples": self.samples,
+            "soak": soak,
+        }
+
+
+def profile(run: Run, database: str, key: str, config: dict[str, Any], **server: Any) -> None:
+    """Serve once more under py-spy, replay one repeat of the scenario, summarise."""
+    out = run.workdir / f"profile-{key.replace(' ', '-')}.txt"
+    label = f"product-profile-{run.tag()}"
+    target = proc.product_server(run.workdir, database, label=label, **server)
+    target.argv = [
+        str(Path(sys.executable).parent / "py-spy"),
+        "record",
+        "--format",
+        "raw",
+        "--rate",
+        "200",
+        "--output",
+        str(out),
+        "--",
+        *target.argv,
+    ]
+    with run.running(target):
+        threads = run.threads(target, 20)
+        proc.load({**config, "run": run.tag(), "target": run.target(target, threads)})
+        # SIGINT makes py-spy write its output and exit; the server it started is then ended.
+        servers = proc.children(target.pid)
+        assert target.popen is not None
+        target.popen.send_signal(signal.SIGINT)
+        target.popen.wait(60)
+        for child in servers:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child, signal.SIGKILL)
+    if out.exists():
+        summary = summarise(out, str(proc.ROOT))
+        run.raw.setdefault("profiles", {})[key] = summary
+        for section in run.sections:
+            if section["key"] == key:
+                section["profile"] = summary
+
+
+def machine() -> dict[str, str]:
+    import channels
+    import daphne
+    import django
+
+    cpu = "unknown"
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            cpu = line.split(":", 1)[1].strip()
+            break
+    return {
+        "CPUs": f"{os.cpu_count()} × {cpu}",
+        "memory": f"{round(int(Path('/proc/meminfo').read_text().split()[1]) / 1024 / 1024)} GiB",
+        "OS": platform.platform(),
+        "Python": platform.python_version(),
+        "Django": django.get_version(),
+        "Channels": channels.__version__,
+        "daphne": daphne.__version__,
+        "SQLite": sqlite3.sqlite_version,
+    }
+
+
+# --- the run --------------------------------------------------------------------------------
+
+
+def sqlite_phase(run: Run) -> Soak:
+    plan = run.plan
+    product_template, baseline_template = templates(run)
+    run.templates = (product_template, baseline_template)  # type: ignore[attr-defined]
+    run.log("templates ready")
+    soak = Soak(run, product_template)
+    soak.start()
+    product = proc.product_server(run.workdir, run.sqlite_copy(product_template, "product"))
+    baseline = proc.baseline_server(run.workdir, run.sqlite_copy(baseline_template, "baseline"))
+    with run.running(product, baseline):
+        baseline_idle, held = idle_consoles(run, baseline, None)
+        held.release()
+        run.baseline_idle = baseline_idle  # type: ignore[attr-defined]
+        threads = run.threads(product, 20)
+        pair = [("product", product, threads), ("baseline", baseline, [])]
+        p1_section(run, "SQLite", sends_per_second(run, pair, lambda: sqlite_floor(run)))
+        p2_section(
+            run,
+            "in-memory layer",
+            streams(run, pair, consoles=1, rate=50, seconds=plan.p2_seconds, label="P2"),
+            30,
+        )
+        p3_section(
+            run,
+            "in-memory layer",
+            streams(
+                run,
+                pair,
+                consoles=plan.p3_consoles,
+                rate=plan.p3_rate,
+                seconds=plan.p3_rows / plan.p3_rate,
+                label="P3",
+            ),
+        )
+    p4(run, product_template)
+    p5_offline(run, product_template)
+    if plan.p5_concurrency:
+        run.raw["P5 sqlite"] = p5_sqlite(run, product_template)
+    return soak
+
+
+def redis_phase(run: Run) -> None:
+    plan = run.plan
+    product_template, baseline_template = run.templates  # type: ignore[attr-defined]
+    proc.flush_redis()
+    product = proc.product_server(
+        run.workdir,
+        run.sqlite_copy(product_template, "product-redis"),
+        redis_url=proc.REDIS_BENCH_URL,
+        label="product-redis",
+    )
+    baseline = proc.baseline_server(
+        run.workdir,
+        run.sqlite_copy(baseline_template, "baseline-redis"),
+        redis_url=proc.REDIS_BENCH_URL,
+        label="baseline-redis",
+    )
+    with run.running(product, baseline):
+        threads = run.threads(product, 20)
+        pair = [("product", product, threads), ("baseline", baseline, [])]
+        p2_section(
+            run,
+            "Redis layer",
+            streams(run, pair, consoles=1, rate=50, seconds=plan.p2_seconds, label="P2 redis"),
+            50,
+        )
+        p3_section(
+            run,
+            "Redis layer",
+            streams(
+                run,
+                pair,
+                consoles=plan.p3_consoles,
+                rate=plan.p3_rate,
+                seconds=plan.p3_rows / plan.p3_rate,
+                label="P3 redis",
+            ),
+        )
+    proc.flush_redis()
+
+
+def postgres_phase(run: Run) -> dict[str, list[float]]:
+    urls = {"product": run.pg("product"), "baseline": run.pg("baseline")}
+    with ThreadPoolExecutor(2) as pool:
+        jobs = [
+            pool.submit(proc.prepare_product, urls["product"]),
+            pool.submit(proc.prepare_baseline, urls["baseline"]),
+        ]
+        for job in jobs:
+            job.result()
+    floor_url = run.pg("floor")
+    run.log("PostgreSQL databases ready")
+    product = proc.product_server(run.workdir, urls["product"], label="product-pg")
+    baseline = proc.baseline_server(run.workdir, urls["baseline"], label="baseline-pg")
+    with run.running(product, baseline):
+        threads = run.threads(product, 20)
+        pair = [("product", product, threads), ("baseline", baseline, [])]
+        p1_section(run, "PostgreSQL", sends_per_second(run, pair, lambda: pg_floor(run, floor_url)))
+    return p5_concurrency(
+        run,
+        urls["product"],
+        "postgres",
+        {"one runner": [[]], "two runners": [[], []]},
+    )
+
+
+def profiles(run: Run) -> None:
+    """Profile the product on each missed target that a server-side profile can explain."""
+    product_template, _ = run.templates  # type: ignore[attr-defined]
+    missed = {s["key"] for s in run.sections if any(v["met"] is False for v in s["verdicts"])}
+    plan = run.plan
+    scenarios = {
+        "P1 SQLite": {"scenario": "sends", "rate": plan.p1_rate, "window": plan.p1_seconds},
+        "P2 in-memory layer": {
+            "scenario": "stream",
+            "consoles": 1,
+            "rate": 50,
+            "duration": plan.p2_seconds,
+        },
+        "P3 in-memory layer": {
+            "scenario": "stream",
+            "consoles": plan.p3_consoles,
+            "rate": plan.p3_rate,
+            "duration": plan.p3_rows / plan.p3_rate,
+        },
+    }
+    for key, config in scenarios.items():
+        if key in missed:
+            run.log(f"profiling {key}")
+            profile(run, run.sqlite_copy(product_template, "profile"), key, config)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="SQLite only, short windows")
+    parser.add_argument("--output", type=Path, help="write the Markdown here")
+    args = parser.parse_args()
+    plan = QUICK if args.quick else FULL
+    output = args.output or (None if args.quick else proc.ROOT / "docs" / "benchmarks.md")
+    workdir = Path(tempfile.mkdtemp(prefix="mosaic-bench-"))
+    run = Run(plan, workdir)
+    run.log(f"{plan.name} run; scratch directory {workdir}")
+    layers = {"SQLite": "in-memory layer"}
+    pg_figures = None
+    try:
+        soak = sqlite_phase(run)
+        if plan.redis:
+            if proc.redis_available():
+                redis_phase(run)
+                layers["Redis"] = proc.REDIS_BENCH_URL.rsplit("/", 1)[0] + " (db 1)"
+            else:
+                run.log("Redis not reachable: its figures are skipped")
+        if plan.postgres:
+            if proc.pg_available():
+                pg_figures = postgres_phase(run)
+            else:
+                run.log("PostgreSQL not reachable: its figures are skipped")
+        if plan.p5_concurrency:
+            p5_concurrency_section(run, run.raw.pop("P5 sqlite"), pg_figures)
+        else:
+            p5_skipped(run)
+        run.log("waiting for the soak to end")
+        soak.finish(run.baseline_idle)  # type: ignore[attr-defined]
+        run.sections.sort(key=lambda s: s["key"])
+        if plan.profile:
+            try:
+                profiles(run)
+            except Exception as error:  # a failed profile must not lose the figures
+                run.log(f"profiling failed: {error}")
+    finally:
+        run.cleanup()
+        for leftover in [*workdir.glob("*.sqlite3*"), *workdir.glob("*.template*")]:
+            leftover.unlink()
+    configuration = {
+        "run": f"{plan.name} ({plan.repeats} repeats; medians quoted)",
+        "databases": "SQLite: a fresh file per server"
+        + ("; PostgreSQL 127.0.0.1:5432" if pg_figures else ""),
+        "channel layers": "in-memory" + ("; Redis db 1" if "Redis" in layers else ""),
+        "plan": json.dumps(asdict(plan)),
+        "minutes": f"{(time.monotonic() - run.began) / 60:.1f}",
+    }
+    text = report.render(machine(), configuration, run.sections)
+    (workdir / "results.json").write_text(json.dumps(run.raw, indent=1, default=str))
+    if output is not None:
+        output.write_text(text)
+        run.log(f"wrote {output}")
+    print(text)
+    run.log(f"logs and raw results in {workdir}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,179 @@
+"""P4: the Console's reads make as many queries with hundreds of rows as with ten.
+
+Timings are measured by `make bench` (docs/benchmarks.md); the machine is shared, so the suite
+pins what does not vary: the number of queries. Each read is counted at a small size, the data
+then grows well past one page, and the count must not move — an N+1 (a lost `select_related`,
+a per-row lookup in a serializer) adds one query per row of the page and fails here.
+
+Both listeners are counted through their whole stack (sign-in, gates, the broker, the shapes),
+and the broker's selectors on their own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from broker import actions, selectors
+from broker.actors import Actor
+from broker.models import Instance, Message, MessageClass, Project, Thread, TrailRow
+from tests.broker import factories
+from tests.listeners import ListenerClient
+
+FEW = 10
+MANY = 300
+
+
+def count_queries(read: Callable[[], object]) -> int:
+    with CaptureQueriesContext(connection) as captured:
+        read()
+    return len(captured.captured_queries)
+
+
+def owner_of(actor: Actor) -> str:
+    return "tester" if actor.is_tester else "ada"
+
+
+def grow_threads(actor: Actor, project: Project, count: int) -> Thread:
+    """`count` more of the actor's threads in `project`, one message each; the last thread."""
+    instance = Instance.objects.get(business_id=actor.business_id, name="assistant")
+    start = Thread.objects.filter(project=project).count()
+    threads = Thread.objects.bulk_create(
+        Thread(project=project, name=f"grown {start + i}", owner=owner_of(actor), instance=instance)
+        for i in range(count)
+    )
+    grow_messages(actor, threads, per_thread=1)
+    return threads[-1]
+
+
+def grow_messages(actor: Actor, threads: list[Thread], *, per_thread: int) -> None:
+    """Turns from the actor into each thread, with their trail rows, inserted in bulk."""
+    role = "tester" if actor.is_tester else "human"
+    messages = Message.objects.bulk_create(
+        Message(
+            business_id=actor.business_id,
+            thread=thread,
+            from_role=role,
+            from_run=f"{role}-cli",
+            to_role="assistant",
+            message_class=MessageClass.REQUEST,
+            body=f"turn {i}",
+        )
+        for thread in threads
+        for i in range(per_thread)
+    )
+    TrailRow.objects.bulk_create(
+        TrailRow(
+            business_id=actor.business_id,
+            thread_id=message.thread_id,
+            message=message,
+            from_role=role,
+            from_run=f"{role}-cli",
+            to_role="assistant",
+            actor_role=role,
+            actor_run=f"{role}-cli",
+            text=f"{role} to assistant: {message.body}",
+            tester_visible=actor.is_tester,
+        )
+        for message in messages
+    )
+
+
+@pytest.fixture
+def seeded(human: Actor, tester: Actor) -> dict[str, object]:
+    """FEW threads of each side, each with a turn sent through the broker (trail rows too)."""
+    project = factories.project(human)
+    threads = {}
+    for actor in (human, tester):
+        for i in range(FEW):
+            thread = factories.thread(actor, project, f"{owner_of(actor)} {i}")
+            actions.send_to_thread(actor, thread_id=thread.pk, body=f"hello {i}")
+        threads[owner_of(actor)] = thread
+    return {"project": project, "threads": threads}
+
+
+def clients(human_client: ListenerClient, tester_client: ListenerClient, human, tester):
+    return {"human": (human_client, human), "tester": (tester_client, tester)}
+
+
+@pytest.fixture(params=["human", "tester"])
+def side(request, human_client, tester_client, human, tester) -> tuple[ListenerClient, Actor]:
+    """Each listener with the actor it acts as."""
+    return clients(human_client, tester_client, human, tester)[request.param]
+
+
+def get_ok(client: ListenerClient, path: str) -> dict[str, object]:
+    response = client.get(path)
+    assert response.status_code == 200, response.text
+    body: dict[str, object] = response.json()
+    return body
+
+
+def test_list_threads_hundreds_of_threads_same_query_count(side, seeded) -> None:
+    """P4: the thread list (one page of 100) costs the same with 10 threads as with 310."""
+    client, actor = side
+    project = seeded["project"]
+    path = f"/api/chat/threads?project={project.pk}"
+    few = count_queries(lambda: get_ok(client, path))
+    grow_threads(actor, project, MANY)
+    many = count_queries(lambda: get_ok(client, path))
+    assert len(get_ok(client, path)["threads"]) == 100
+    assert many == few
+
+
+def test_read_message_page_long_thread_same_query_count(side, seeded) -> None:
+    """P4: a thread's message page costs the same with 1 message as with a full page."""
+    client, actor = side
+    thread = seeded["threads"][owner_of(actor)]
+    path = f"/api/chat/threads/{thread.pk}/messages"
+    few = count_queries(lambda: get_ok(client, path))
+    grow_messages(actor, [thread], per_thread=MANY)
+    many = count_queries(lambda: get_ok(client, path))
+    assert len(get_ok(client, path)["messages"]) == 100
+    assert many == few
+
+
+def test_read_trail_page_hundreds_of_rows_same_query_count(side, seeded) -> None:
+    """P4: the trail page costs the same with 10 rows in view as with hundreds."""
+    client, actor = side
+    few = count_queries(lambda: get_ok(client, "/api/trail"))
+    grow_threads(actor, seeded["project"], MANY)
+    many = count_queries(lambda: get_ok(client, "/api/trail"))
+    assert len(get_ok(client, "/api/trail")["rows"]) == 100
+    assert many == few
+
+
+def test_list_projects_hundreds_of_projects_same_query_count(side, seeded) -> None:
+    """P4: the project list costs the same with one project as with hundreds."""
+    client, actor = side
+    few = count_queries(lambda: get_ok(client, "/api/chat/projects"))
+    Project.objects.bulk_create(
+        Project(business_id=actor.business_id, name=f"grown {i}", created_by=owner_of(actor))
+        for i in range(MANY)
+    )
+    many = count_queries(lambda: get_ok(client, "/api/chat/projects"))
+    assert len(get_ok(client, "/api/chat/projects")["projects"]) == 100
+    assert many == few
+
+
+@pytest.mark.parametrize("who", ["human", "tester"])
+def test_select_pages_hundreds_of_rows_same_query_count(who, human, tester, seeded) -> None:
+    """P4, below the listeners: each selector's page is a fixed number of queries."""
+    actor = human if who == "human" else tester
+    project = seeded["project"]
+    thread = seeded["threads"][owner_of(actor)]
+    reads = {
+        "thread.list": lambda: selectors.list_threads(actor, project_id=project.pk),
+        "thread.messages": lambda: selectors.thread_messages(actor, thread_id=thread.pk),
+        "trail.read": lambda: selectors.read_trail(actor),
+        "project.list": lambda: selectors.list_projects(actor),
+    }
+    few = {name: count_queries(read) for name, read in reads.items()}
+    grow_threads(actor, project, MANY)
+    grow_messages(actor, [thread], per_thread=MANY)
+    many = {name: count_queries(read) for name, read in reads.items()}
+    assert len(selectors.list_threads(actor, project_id=project.pk)) == 100
+    assert many == few
