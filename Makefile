@@ -4,7 +4,8 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test check-code suite mutants setup clean
+.PHONY: run test check-code suite mutants mutation fuzz cluster faults bench bench-quick \
+	deploy-check setup clean
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -30,6 +31,52 @@ suite: $(STAMP)
 
 mutants: $(STAMP)
 	$(PY) tests/mutants.py
+
+# mutmut over the broker's policy and access modules and the listeners' gates and guards, in a
+# scratch copy of the project (docs/security.md, Mutation testing).
+
+mutation: $(STAMP)
+	$(PY) tests/mutation_run.py
+
+# Benchmarks beside a typical Channels app (docs/benchmarks.md): full run under 10 minutes,
+# rewriting that file; the quick run (SQLite, in-memory layer) under 90 seconds, printing only.
+bench: $(STAMP)
+	$(PY) -m bench.run
+
+bench-quick: $(STAMP)
+	$(PY) -m bench.run --quick
+
+# `check --deploy` on an example production configuration (README, Production).
+deploy-check: $(STAMP)
+	MOSAIC_PRODUCTION=1 ALLOWED_HOSTS=bus.example.com MOSAIC_HUMAN_ORIGINS=https://bus.example.com \
+	SECRET_KEY="$$($(PY) -c 'import secrets; print(secrets.token_urlsafe(50))')" \
+	$(PY) manage.py check --deploy --fail-level WARNING
+
+# Scale-out on one machine (README, Scale-out): two human listeners, one tester listener and
+# two runners on PostgreSQL and Redis; DATABASE_URL and REDIS_URL override the defaults.
+CLUSTER_ENV = DATABASE_URL="$${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/mosaic_cluster}" \
+	REDIS_URL="$${REDIS_URL:-redis://127.0.0.1:6379/3}"
+
+cluster: $(STAMP)
+	$(CLUSTER_ENV) $(PY) manage.py cluster
+
+# The scale-out and fault tests (tests/cluster/): a cluster on its own database, redis-server
+# and fake model; no test may skip.
+faults: $(STAMP)
+	$(CLUSTER_ENV) MOSAIC_REQUIRE_SERVICES=1 MOSAIC_NO_SKIPS=1 $(PY) -m pytest tests/cluster
+
+# The full fuzzing (tests/chat/test_schema.py, tests/broker/test_state_machine.py): at least
+# 2,000 schemathesis cases over both listeners, and the broker's state machine at full size.
+# The suite runs both bounded; each prints what it ran.
+FUZZ_EXAMPLES ?= 75
+FUZZ_MIN_CASES ?= 2000
+FUZZ_PROGRAMS ?= 200
+FUZZ_STEPS ?= 50
+
+fuzz: $(STAMP)
+	MOSAIC_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) MOSAIC_FUZZ_MIN_CASES=$(FUZZ_MIN_CASES) \
+	MOSAIC_FUZZ_PROGRAMS=$(FUZZ_PROGRAMS) MOSAIC_FUZZ_STEPS=$(FUZZ_STEPS) MOSAIC_FUZZ_SHRINK=1 \
+	$(PY) -m pytest tests/chat/test_schema.py tests/broker/test_state_machine.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache staticfiles

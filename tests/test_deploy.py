@@ -20,10 +20,12 @@ HOST = "bus.example.com"
 PASSWORD = "correct horse battery"
 
 
-def production(**overrides: str | None) -> dict[str, str]:
-    """The environment of a production deployment, with some variables changed or removed."""
+def production(database: Path, **overrides: str | None) -> dict[str, str]:
+    """The environment of a production deployment on an empty database of its own, with some
+    variables changed or removed."""
     environment = {
         **os.environ,
+        "DATABASE_URL": f"sqlite:///{database}",
         "MOSAIC_PRODUCTION": "1",
         "SECRET_KEY": secrets.token_urlsafe(50),
         "ALLOWED_HOSTS": HOST,
@@ -49,15 +51,17 @@ def check_deploy(environment: dict[str, str]) -> subprocess.CompletedProcess[str
     )
 
 
-def test_check_deploy_with_production_settings_reports_nothing() -> None:
-    result = check_deploy(production())
+def test_check_deploy_with_production_settings_reports_nothing(tmp_path: Path) -> None:
+    result = check_deploy(production(tmp_path / "db.sqlite3"))
     assert result.returncode == 0, result.stdout + result.stderr
     assert "System check identified no issues (0 silenced)." in result.stdout
 
 
-def test_check_deploy_on_the_embedded_default_names_what_production_fixes() -> None:
+def test_check_deploy_on_the_embedded_default_names_what_production_fixes(tmp_path: Path) -> None:
     """The clean report above is earned: without production settings the same check warns."""
-    result = check_deploy(production(MOSAIC_PRODUCTION="0", MOSAIC_HUMAN_ORIGINS=None))
+    result = check_deploy(
+        production(tmp_path / "db.sqlite3", MOSAIC_PRODUCTION="0", MOSAIC_HUMAN_ORIGINS=None)
+    )
     assert result.returncode != 0
     for warning in ("W004", "W008", "W012", "W016"):
         assert f"security.{warning}" in result.stderr + result.stdout
@@ -73,8 +77,10 @@ def test_check_deploy_on_the_embedded_default_names_what_production_fixes() -> N
     ],
     ids=["no-secret", "debug", "http-origin", "embedded-origins"],
 )
-def test_production_settings_refuse_to_start_when_unsafe(overrides, names: str) -> None:
-    result = check_deploy(production(**overrides))
+def test_production_settings_refuse_to_start_when_unsafe(
+    overrides, names: str, tmp_path: Path
+) -> None:
+    result = check_deploy(production(tmp_path / "db.sqlite3", **overrides))
     assert result.returncode != 0
     assert "ImproperlyConfigured" in result.stderr
     assert names in result.stderr
