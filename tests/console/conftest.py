@@ -28,7 +28,9 @@ def chromium() -> str:
     return require_chromium()
 
 
-@pytest.fixture(scope="session")
+# Package scope: the browser's event loop must be gone before the tests after this package run
+# their own loops in the main thread.
+@pytest.fixture(scope="package")
 def console_server(chromium: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     """`manage.py serve` over a database of its own, migrated and with the demo business."""
     workdir = tmp_path_factory.mktemp("console")
@@ -49,7 +51,7 @@ def console_server(chromium: str, tmp_path_factory: pytest.TempPathFactory) -> I
             drop_scratch_database(test_url, scratch)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser(chromium: str) -> Iterator[Browser]:
     expect.set_options(timeout=TIMEOUT_MS)
     with sync_playwright() as playwright:
