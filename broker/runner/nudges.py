@@ -12,7 +12,8 @@ import logging
 import threading
 from collections.abc import Callable
 
-from channels.layers import BaseChannelLayer
+from channels import DEFAULT_CHANNEL_LAYER
+from channels.layers import BaseChannelLayer, channel_layers
 
 from broker import events
 
@@ -36,9 +37,11 @@ class LayerNudges:
 
     def start(self) -> bool:
         """Start listening when the layer is shared between processes; False when it is not."""
-        layer = events.shared_layer()
-        if layer is None:
+        if events.shared_layer() is None:
             return False
+        # A layer instance of its own: one instance receives on one event loop only, and in the
+        # one-process run the server's consumers receive on theirs.
+        layer = channel_layers.make_backend(DEFAULT_CHANNEL_LAYER)
         self._thread = threading.Thread(
             target=self._serve, args=(layer,), name="runner-nudges", daemon=True
         )

@@ -58,3 +58,40 @@ def test_nudge_through_the_shared_layer_wakes_the_runner() -> None:
         assert woken.is_set()
     finally:
         nudges.stop(timeout=5)
+
+
+@pytest.mark.redis
+@pytest.mark.django_db(transaction=True)
+def test_nudges_beside_live_sockets_leave_the_sockets_their_layer(tester: Actor) -> None:
+    """In the one-process run the runner listens beside the server's consumers. One layer
+    instance receives on one event loop only, so the runner listens on a layer of its own and
+    the sockets still get their rows."""
+    import json
+
+    from asgiref.sync import async_to_sync, sync_to_async
+
+    from tests.chat.test_consumers import socket
+    from tests.listeners import TESTER
+
+    thread = factories.thread(tester, factories.project(tester), "beside the runner")
+    woken = threading.Event()
+    nudges = LayerNudges(woken.set)
+    assert nudges.start() is True
+    try:
+        deadline = time.monotonic() + 10
+        while not woken.is_set() and time.monotonic() < deadline:
+            events._wake_runners()  # the runner is receiving on its loop from here on
+            woken.wait(0.2)
+        assert woken.is_set()
+
+        async def scenario() -> str:
+            communicator = socket(TESTER, "/ws/trail/")
+            assert (await communicator.connect())[0]
+            await sync_to_async(actions.send_to_thread)(tester, thread_id=thread.pk, body="hi")
+            frame = json.loads(await communicator.receive_from(timeout=5))
+            await communicator.disconnect()
+            return frame["row"]["text"]
+
+        assert async_to_sync(scenario)() == "tester to assistant: hi"
+    finally:
+        nudges.stop(timeout=5)
