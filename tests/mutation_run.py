@@ -5,14 +5,17 @@ mutmut itself never edits a source file: it writes its mutated copy to `mutants/
 goes one step further and runs it in a scratch copy of the project, so neither the working tree
 nor its `mutants/` directory is touched, and every run starts afresh (no cached verdicts).
 
-The run fails unless every mutant is killed or is one of EQUIVALENT below, each with the reason
-no test can tell it apart from the product; an entry that no longer matches a surviving mutant
+The run fails unless every mutant is killed or is equivalent: one of EQUIVALENT below, each with
+the reason no test can tell it apart from the product, or a mutant that only rewords a refusal's
+sentence (`rewords_a_refusal`). An entry of EQUIVALENT that no longer matches a surviving mutant
 fails the run too, so the list stays true.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
+import io
 import os
 import re
 import shutil
@@ -20,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import tokenize
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -40,31 +44,73 @@ CASE_INSENSITIVE_HEADERS = "request.headers looks names up case-insensitively"
 CODEC_NAME = "codec names are case-insensitive: the same codec"
 SQLITE_LOCKS = "row locks do not exist on SQLite, where this runs; the PostgreSQL pass covers them"
 CSRF_ARGS = "CsrfViewMiddleware.process_view reads neither the view's args nor its kwargs"
-ASGI_HEADERS = "`headers` is a required key of an ASGI HTTP scope: the default is never used"
+ASGI_HEADERS = "`headers` is a required key of ASGI scopes: the default is never used"
 ASGI_BODY = "`body` of http.response.body defaults to b'' in ASGI: the same empty answer"
 SOCKET_DETAIL = "a WebSocket close carries the code and reason only, never the detail"
 FALSY = "`False` and `None` are both false where it is read (`or`)"
 NO_EMPTY_NAME = "no server delivers a header with an empty name, so '' is never looked up"
 
+FIRST_PIECE = "only the piece before the first `;` is read, however often the rest is split"
+NO_CLIENT = "a scope without `client` is no configured proxy's address, whatever stands in for it"
+CLIENT_PORT = "the port of the client address is never read, only the host"
+ASGI_PATH = "`path` is a required key of an ASGI HTTP scope: the default is never used"
+NO_HOST = "an absent or repeated Host matches neither allowed host, whatever stands in for it"
+SSL_REDIRECT = (
+    "SecurityMiddleware reads SECURE_SSL_REDIRECT for its truth: `None` is off as `False`"
+)
+SOCKET_MARK = "nothing reads the listener mark of a WebSocket scope: its routes bind their listener"
 UNUSED_RESPONSE = "process_request and process_view never call the middleware's get_response"
 SERVER_HOST = "the host part of the server address is never read, only the port"
 
-# mutant name -> (a fragment of its changed line, why no test can kill it)
+# A call that refuses, and the position of its `detail` argument (which may also be named).
+REFUSERS = {"Refusal": 1, "refuse": 3}
+# `module.x_function__mutmut_N` or `module.xǁClassǁmethod__mutmut_N`
+MUTANT_NAME = re.compile(
+    r"^(?P<module>[A-Za-z0-9_.]+)\.x(?:_(?P<function>[A-Za-z0-9_]+?)"
+    r"|ǁ(?P<cls>[A-Za-z0-9_]+)ǁ(?P<method>[A-Za-z0-9_]+?))__mutmut_\d+$"
+)
+
+# mutant name -> (a fragment of its changed line, why no test can kill it); mutants that only
+# reword a refusal's sentence are recognised by `rewords_a_refusal` and are not listed here.
 EQUIVALENT: dict[str, tuple[str, str]] = {
     # broker/access.py
     "broker.access.x_access_claim__mutmut_14": ("of=None", SQLITE_LOCKS),
     "broker.access.x_access_claim__mutmut_15": ("XXselfXX", SQLITE_LOCKS),
     "broker.access.x_access_claim__mutmut_16": ('"SELF"', SQLITE_LOCKS),
-    "broker.access.x_access_claim__mutmut_26": ("XXNo such claim", SENTENCE),
-    "broker.access.x_access_claim__mutmut_27": ("no such claim", SENTENCE),
-    "broker.access.x_access_claim__mutmut_28": ("NO SUCH CLAIM", SENTENCE),
-    "broker.access.x_access_claim__mutmut_39": ("XXThe claim's lease", SENTENCE),
-    "broker.access.x_access_claim__mutmut_40": ("the claim's lease", SENTENCE),
-    "broker.access.x_access_claim__mutmut_41": ("THE CLAIM'S LEASE", SENTENCE),
-    "broker.access.x_access_message__mutmut_11": ("XXNo such message", SENTENCE),
-    "broker.access.x_access_message__mutmut_12": ("no such message", SENTENCE),
-    "broker.access.x_access_message__mutmut_13": ("NO SUCH MESSAGE", SENTENCE),
+    "broker.access.x_access_thread__mutmut_1": ("lock: bool = True", SQLITE_LOCKS),
+    "broker.access.x_access_thread__mutmut_12": ("of=None", SQLITE_LOCKS),
+    "broker.access.x_access_thread__mutmut_13": ("XXselfXX", SQLITE_LOCKS),
+    "broker.access.x_access_thread__mutmut_14": ('"SELF"', SQLITE_LOCKS),
     # chat/gates.py
+    "chat.gates.xǁJsonBodyǁhas_permission__mutmut_6": ('split(";", )', FIRST_PIECE),
+    "chat.gates.xǁJsonBodyǁhas_permission__mutmut_9": ('split(";", 2)', FIRST_PIECE),
+    "chat.gates.xǁProxyUserAuthenticationǁauthenticate__mutmut_22": ('("XXXX", 0)', NO_CLIENT),
+    "chat.gates.xǁProxyUserAuthenticationǁauthenticate__mutmut_23": ('("", 1)', CLIENT_PORT),
+    "chat.gates.xǁProxyUserAuthenticationǁauthenticate__mutmut_28": (
+        '"headers", None)',
+        ASGI_HEADERS,
+    ),
+    "chat.gates.xǁProxyUserAuthenticationǁauthenticate__mutmut_30": (
+        'get("headers", )',
+        ASGI_HEADERS,
+    ),
+    "chat.gates.xǁProxyUserAuthenticationǁauthenticate__mutmut_41": ('"LATIN-1"', CODEC_NAME),
+    "chat.gates.xǁSameOriginFetchǁhas_permission__mutmut_6": (
+        'get("sec-fetch-site")',
+        CASE_INSENSITIVE_HEADERS,
+    ),
+    "chat.gates.xǁSameOriginFetchǁhas_permission__mutmut_7": (
+        'get("SEC-FETCH-SITE")',
+        CASE_INSENSITIVE_HEADERS,
+    ),
+    "chat.gates.xǁTrustedHumanOriginǁhas_permission__mutmut_4": (
+        'get("origin")',
+        CASE_INSENSITIVE_HEADERS,
+    ),
+    "chat.gates.xǁTrustedHumanOriginǁhas_permission__mutmut_5": (
+        'get("ORIGIN")',
+        CASE_INSENSITIVE_HEADERS,
+    ),
     "chat.gates.xǁConsoleSendEnabledǁhas_permission__mutmut_4": (
         '"allowed_without_send", None',
         FALSY,
@@ -103,9 +149,24 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
     "mosaic.listeners.x__redirect__mutmut_22": ('"BODY"', ASGI_BODY),
     "mosaic.listeners.x_by_port__mutmut_6": ('("XXXX", None)', SERVER_HOST),
     "mosaic.listeners.x__no_such_socket__mutmut_4": ("NOT_FOUND, None)", SOCKET_DETAIL),
-    "mosaic.listeners.x__no_such_socket__mutmut_9": ("XXNo such WebSocket", SOCKET_DETAIL),
-    "mosaic.listeners.x__no_such_socket__mutmut_10": ("no such websocket", SOCKET_DETAIL),
-    "mosaic.listeners.x__no_such_socket__mutmut_11": ("NO SUCH WEBSOCKET", SOCKET_DETAIL),
+    "mosaic.listeners.x_build_human_application__mutmut_17": ("None,", SOCKET_MARK),
+    "mosaic.listeners.x_build_human_application__mutmut_21": ('"XXhumanXX"', SOCKET_MARK),
+    "mosaic.listeners.x_build_human_application__mutmut_22": ('"HUMAN"', SOCKET_MARK),
+    "mosaic.listeners.x_build_tester_application__mutmut_17": ("None,", SOCKET_MARK),
+    "mosaic.listeners.x_build_tester_application__mutmut_21": ('"XXtesterXX"', SOCKET_MARK),
+    "mosaic.listeners.x_build_tester_application__mutmut_22": ('"TESTER"', SOCKET_MARK),
+    "mosaic.listeners.x_capped_body__mutmut_14": ('"headers", None)', ASGI_HEADERS),
+    "mosaic.listeners.x_capped_body__mutmut_16": ('get("headers", )', ASGI_HEADERS),
+    "mosaic.listeners.x_plain_http_handler__mutmut_1": ("SECURE_SSL_REDIRECT=None", SSL_REDIRECT),
+    "mosaic.listeners.x_refuse_tester_header__mutmut_13": ('"headers", None)', ASGI_HEADERS),
+    "mosaic.listeners.x_refuse_tester_header__mutmut_15": ('get("headers", )', ASGI_HEADERS),
+    "mosaic.listeners.x_tester_host_only__mutmut_21": ('("", 1)', CLIENT_PORT),
+    "mosaic.listeners.x_tester_host_only__mutmut_24": ('"headers", None)', ASGI_HEADERS),
+    "mosaic.listeners.x_tester_host_only__mutmut_26": ('get("headers", )', ASGI_HEADERS),
+    "mosaic.listeners.x_tester_host_only__mutmut_39": ('"LATIN-1"', CODEC_NAME),
+    "mosaic.listeners.x_tester_host_only__mutmut_42": ('else "XXXX"', NO_HOST),
+    "mosaic.listeners.x_tester_host_only__mutmut_81": ("'path', None)", ASGI_PATH),
+    "mosaic.listeners.x_tester_host_only__mutmut_83": ("get('path', )", ASGI_PATH),
 }
 
 
@@ -125,10 +186,117 @@ def statuses(copy: Path) -> dict[str, str]:
     return {name: status.strip() for name, status in found}
 
 
-def change_of(copy: Path, name: str) -> str:
-    shown = run([sys.executable, "-m", "mutmut", "show", name], copy).stdout
-    lines = [line[1:].strip() for line in shown.splitlines() if line[:1] in "-+"]
-    return " => ".join(line for line in lines if line and not line.startswith(("--", "++")))
+def diff_of(copy: Path, name: str) -> str:
+    return run([sys.executable, "-m", "mutmut", "show", name], copy).stdout
+
+
+def changed_lines(diff: str) -> tuple[list[str], list[str]]:
+    """The removed and the added lines of a mutant's diff, stripped."""
+    body = [line for line in diff.splitlines() if not line.startswith(("---", "+++"))]
+    removed = [line[1:].strip() for line in body if line.startswith("-")]
+    added = [line[1:].strip() for line in body if line.startswith("+")]
+    return removed, added
+
+
+def change_of(diff: str) -> str:
+    removed, added = changed_lines(diff)
+    return " => ".join(line for line in removed + added if line)
+
+
+def _tokens(line: str) -> list[tokenize.TokenInfo] | None:
+    try:
+        return list(tokenize.generate_tokens(io.StringIO(line).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return None
+
+
+def _string_value(literal: str) -> str | None:
+    """The value of a plain string literal (no f-string, no bytes), else None."""
+    try:
+        value = ast.literal_eval(literal)
+    except (ValueError, SyntaxError):
+        return None
+    return value if isinstance(value, str) else None
+
+
+def _function_of(copy: Path, name: str) -> ast.AST | None:
+    """The unmutated function a mutant belongs to, parsed from the copy's source."""
+    match = MUTANT_NAME.match(name)
+    if match is None:
+        return None
+    source = copy / (match["module"].replace(".", "/") + ".py")
+    if not source.is_file():
+        return None
+    scope: list[ast.stmt] = ast.parse(source.read_text()).body
+    if match["cls"]:
+        classes = [n for n in scope if isinstance(n, ast.ClassDef) and n.name == match["cls"]]
+        if len(classes) != 1:
+            return None
+        scope = classes[0].body
+    wanted = match["method"] or match["function"]
+    found = [
+        node
+        for node in scope
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == wanted
+    ]
+    return found[0] if len(found) == 1 else None
+
+
+def _refusal_details(function: ast.AST) -> set[int]:
+    """The ids of the string constants passed as the detail of a refusal in `function`."""
+    details: set[int] = set()
+    for call in ast.walk(function):
+        if not isinstance(call, ast.Call):
+            continue
+        callee = call.func
+        called = callee.id if isinstance(callee, ast.Name) else getattr(callee, "attr", None)
+        if called not in REFUSERS:
+            continue
+        position = REFUSERS[called]
+        named = [k.value for k in call.keywords if k.arg == "detail"]
+        detail = call.args[position] if len(call.args) > position else (named or [None])[0]
+        if isinstance(detail, ast.Constant) and isinstance(detail.value, str):
+            details.add(id(detail))
+    return details
+
+
+def rewords_a_refusal(copy: Path, name: str, diff: str) -> bool:
+    """True when the mutant only rewords the sentence of a refusal, and still gives one.
+
+    Exactly one line changes; removed and added lines are the same tokens but for one plain
+    string literal; in the unmutated function every occurrence of the old string is the detail
+    argument of a `Refusal(...)` or `refuse(...)` call; and the new literal is a non-empty
+    string. A refusal whose sentence becomes None, empty or goes missing is not matched.
+    """
+    removed, added = changed_lines(diff)
+    if len(removed) != 1 or len(added) != 1:
+        return False
+    before, after = _tokens(removed[0]), _tokens(added[0])
+    if before is None or after is None or len(before) != len(after):
+        return False
+    differing = []
+    for old, new in zip(before, after, strict=True):
+        if old.type != new.type:
+            return False
+        if old.string != new.string:
+            if old.type != tokenize.STRING:
+                return False
+            differing.append((old.string, new.string))
+    if len(differing) != 1:
+        return False
+    old_value, new_value = (_string_value(literal) for literal in differing[0])
+    if old_value is None or new_value is None or not new_value.strip():
+        return False
+    function = _function_of(copy, name)
+    if function is None:
+        return False
+    details = _refusal_details(function)
+    occurrences = [
+        node
+        for node in ast.walk(function)
+        if isinstance(node, ast.Constant) and node.value == old_value
+    ]
+    return bool(occurrences) and all(id(node) in details for node in occurrences)
 
 
 def main() -> int:
@@ -161,21 +329,27 @@ def main() -> int:
             return 1
         killed = sorted(n for n, s in found.items() if s == "killed")
         others = sorted(n for n, s in found.items() if s != "killed")
-        equivalent, unexplained = [], []
+        listed, reworded, unexplained = [], [], []
         for name in others:
-            change = change_of(copy, name)
+            diff = diff_of(copy, name)
+            change = change_of(diff)
             known = EQUIVALENT.get(name)
             if known is not None and known[0] in change:
-                equivalent.append(name)
+                listed.append(f"{name}: {known[1]}")
+            elif found[name] == "survived" and rewords_a_refusal(copy, name, diff):
+                reworded.append(f"{name}: {SENTENCE}: {change}")
             else:
                 unexplained.append(f"{name}: {found[name]}: {change}")
-        stale = sorted(set(EQUIVALENT) - set(equivalent))
+        equivalent = listed + reworded
+        stale = sorted(set(EQUIVALENT) - {line.split(":", 1)[0] for line in listed})
         minutes = (time.monotonic() - started) / 60
         print(
             f"mutation: {len(found)} mutants, {len(killed)} killed, "
             f"{len(equivalent)} equivalent, {len(unexplained)} not killed, "
             f"{len(stale)} stale equivalents; {minutes:.1f} min"
         )
+        for line in equivalent:
+            print(f"  EQUIVALENT {line}")
         for line in unexplained:
             print(f"  NOT KILLED {line}")
         for name in stale:

@@ -11,7 +11,8 @@ from asgiref.sync import async_to_sync
 from django.conf import settings
 
 from chat.errors import close_code
-from mosaic.listeners import by_port
+from mosaic import listeners
+from mosaic.listeners import by_port, capped_body
 from tests.listeners import HUMAN, TESTER, application, raw_request
 
 
@@ -143,3 +144,137 @@ def test_by_port_sends_tester_port_to_tester_listener_only(server, chosen: str) 
     picked, other = (tester, human) if chosen == TESTER else (human, tester)
     assert picked.calls == [(scope, receive, send)]
     assert other.calls == []
+
+
+def run_guard(guard: Any, scope: dict[str, Any], inputs: list[dict[str, Any]]) -> list[Any]:
+    """Run an ASGI guard over `inputs`; what it sent back."""
+    sent: list[Any] = []
+
+    async def receive() -> dict[str, Any]:
+        return inputs.pop(0) if inputs else {"type": "http.disconnect"}
+
+    async def send(message: Any) -> None:
+        sent.append(message)
+
+    async_to_sync(guard)(scope, receive, send)
+    return sent
+
+
+class Reader:
+    """An ASGI application that reads the whole request body, as Django does."""
+
+    def __init__(self) -> None:
+        self.messages: list[dict[str, Any]] = []
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        while True:
+            message = await receive()
+            self.messages.append(message)
+            if message["type"] != "http.request" or not message.get("more_body", False):
+                return
+
+
+def chunk(size: int, *, more: bool) -> dict[str, Any]:
+    return {"type": "http.request", "body": b"x" * size, "more_body": more}
+
+
+HTTP_SCOPE = {"type": "http", "method": "POST", "path": "/api/chat/projects"}
+
+
+@pytest.mark.parametrize(
+    ("guard", "scope_type"),
+    [
+        (listeners.tester_host_only, "lifespan"),
+        (capped_body, "lifespan"),
+        (capped_body, "websocket"),
+    ],
+    ids=["l8-lifespan", "body-cap-lifespan", "body-cap-websocket"],
+)
+def test_guard_passes_scopes_it_does_not_guard_through_unchanged(guard, scope_type: str) -> None:
+    """L8 guards HTTP and WebSockets, the body cap HTTP only: anything else goes to the
+    application as it came, with the server's own receive and send."""
+    inner = Recorder()
+    scope = {"type": scope_type}
+
+    async def receive() -> dict[str, Any]:
+        return {}
+
+    async def send(message: Any) -> None:
+        return None
+
+    async_to_sync(guard(inner))(scope, receive, send)
+    assert inner.calls == [(scope, receive, send)]
+
+
+def test_tester_listener_websocket_from_a_remote_client_is_refused(settings) -> None:
+    """L8: a WebSocket to the tester listener from a non-loopback address closes, host-refused,
+    even with the right Host and Origin."""
+    inner = Recorder()
+    port = settings.MOSAIC_TESTER_PORT
+    scope = {
+        "type": "websocket",
+        "path": "/ws/trail/",
+        "headers": [
+            (b"host", f"127.0.0.1:{port}".encode()),
+            (b"origin", f"http://127.0.0.1:{port}".encode()),
+        ],
+        "client": ("203.0.113.9", 50000),
+    }
+    sent = run_guard(listeners.tester_host_only(inner), scope, [{"type": "websocket.connect"}])
+    assert sent == [
+        {"type": "websocket.close", "code": close_code("host-refused"), "reason": "host-refused"}
+    ]
+    assert inner.calls == []
+
+
+def test_tester_listener_request_for_another_host_is_refused_with_a_sentence(business) -> None:
+    """L8 (DNS rebinding): another Host is refused, and the refusal says which address to use."""
+    answer = raw_request(TESTER, "GET", "/api/chat/projects", [(b"host", b"evil.example:7333")])
+    assert (answer.status, answer.json()["error"]) == (400, "host-refused")
+    assert isinstance(answer.json()["detail"], str)
+    assert answer.json()["detail"].strip()
+
+
+@pytest.mark.parametrize("length", [b"101", b"Content-Length", b" 101 ", b"-1", b"1e3"], ids=str)
+def test_capped_body_refuses_a_declared_length_over_the_cap_or_unreadable(
+    settings, length: bytes
+) -> None:
+    """`too-large`: a Content-Length over the cap, or not a plain number, is refused before the
+    application reads a byte, whatever the small body that follows."""
+    settings.MOSAIC_REQUEST_MAX_BYTES = 100
+    inner = Reader()
+    scope = {**HTTP_SCOPE, "headers": [(b"Content-Length", length)]}
+    sent = run_guard(capped_body(inner), scope, [chunk(1, more=False)])
+    assert sent[0]["status"] == 413
+    assert json.loads(sent[1]["body"])["error"] == "too-large"
+    assert inner.messages == []
+
+
+def test_capped_body_passes_a_body_of_exactly_the_cap_on_unchanged(settings) -> None:
+    """`too-large` is over the cap, not at it; the application reads the body as it came."""
+    settings.MOSAIC_REQUEST_MAX_BYTES = 100
+    inner = Reader()
+    scope = {**HTTP_SCOPE, "headers": [(b"content-length", b"100")]}
+    body = [chunk(60, more=True), chunk(40, more=False)]
+    sent = run_guard(capped_body(inner), scope, list(body))
+    assert sent == []
+    assert inner.messages == body
+
+
+def test_capped_body_refuses_a_streamed_body_over_the_cap(settings) -> None:
+    """`too-large`: a body with no declared length is counted as it streams in."""
+    settings.MOSAIC_REQUEST_MAX_BYTES = 100
+    inner = Reader()
+    sent = run_guard(capped_body(inner), {**HTTP_SCOPE, "headers": []}, [chunk(60, more=True)] * 2)
+    assert sent[0]["status"] == 413
+    assert inner.messages == []
+
+
+def test_capped_body_passes_a_disconnect_before_the_body_to_the_application(settings) -> None:
+    """A client gone before its body is the application's to see, not a silent drop."""
+    inner = Reader()
+    sent = run_guard(
+        capped_body(inner), {**HTTP_SCOPE, "headers": []}, [{"type": "http.disconnect"}]
+    )
+    assert sent == []
+    assert inner.messages == [{"type": "http.disconnect"}]

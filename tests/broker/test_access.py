@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from django.db import transaction
 
-from broker import access, actions, refusals
+from broker import access, actions, policy, refusals
 from broker.actors import Actor, ActorKind
 from broker.models import Business, Instance, Message, MessageClass, RoleDefinition
 from broker.refusals import Refusal
@@ -177,3 +177,86 @@ def test_verb_declared_records_its_kinds_and_logs_each_refusal(
     assert lines == [
         f"refused verb=probe.echo code=tester-refused actor={tester} business={tester.business_id}"
     ]
+
+
+# --- the refusals of the actor builders and the owner check (SPEC §6) --------------------
+
+
+def test_access_human_actor_of_a_user_who_is_no_human_is_not_authenticated(business) -> None:
+    """L2: a signed-in user who is not the human of a business is not signed in here."""
+    assert (
+        refusal_code(lambda: access.access_human_actor(username="mallory"))
+        == refusals.NOT_AUTHENTICATED
+    )
+
+
+def test_access_tester_actor_of_an_unknown_business_is_not_found(business) -> None:
+    """L5: the tester listener configured for a business that does not exist serves nobody."""
+    assert (
+        refusal_code(lambda: access.access_tester_actor(business_slug="nowhere"))
+        == refusals.NOT_FOUND
+    )
+
+
+def test_access_tester_actor_while_the_tester_is_off_is_tester_off(db: None) -> None:
+    """L5: no tester actor is built while the business has the tester off."""
+    make_business("quiet", human="grace", tester_enabled=False)
+    assert (
+        refusal_code(lambda: access.access_tester_actor(business_slug="quiet"))
+        == refusals.TESTER_OFF
+    )
+
+
+def test_tester_verb_while_its_own_business_has_the_tester_off_is_tester_off(
+    business: Business,
+) -> None:
+    """The tester switch is the tester's own business's: another business with the tester on
+    lets nothing through."""
+    quiet = make_business("quiet", human="grace", tester_enabled=False)
+    assert business.tester_enabled
+    tester_of_quiet = Actor.tester(business_id=quiet.pk)
+    assert (
+        refusal_code(lambda: actions.create_project(tester_of_quiet, name="p"))
+        == refusals.TESTER_OFF
+    )
+
+
+def test_access_thread_of_the_other_side_is_thread_not_owned(human: Actor, tester: Actor) -> None:
+    """R1: within the business, the tester's thread is not the human's (`thread-not-owned`)."""
+    theirs = factories.thread(tester, factories.project(tester), "tester work")
+    assert (
+        refusal_code(lambda: access.access_thread(human, thread_id=theirs.pk))
+        == refusals.THREAD_NOT_OWNED
+    )
+
+
+def test_access_instance_by_an_unknown_name_is_not_found(human: Actor) -> None:
+    """An address that names no instance of the business reaches nothing."""
+    assert refusal_code(lambda: access.access_instance(human, name="nobody")) == refusals.NOT_FOUND
+
+
+def test_owner_of_an_assistant_run_is_refused_not_found(assistant_run: Actor) -> None:
+    """R1: only the human and the tester own threads; a run owns none."""
+    assert refusal_code(lambda: policy.owner(assistant_run)) == refusals.NOT_FOUND
+
+
+# --- what an access reads with its record -------------------------------------------------
+
+
+def test_access_thread_loads_project_and_instance_role_in_one_query(
+    human: Actor, human_thread, django_assert_num_queries: Any
+) -> None:
+    """The owner check's callers read the thread's project and its instance's role: one query."""
+    with django_assert_num_queries(1):
+        found = access.access_thread(human, thread_id=human_thread.pk)
+        assert found.project.name == "product"
+        assert found.instance.role.name == "assistant"
+
+
+def test_roles_of_reads_every_instance_and_its_role_in_one_query(
+    business: Business, planner_run: Actor, django_assert_num_queries: Any
+) -> None:
+    """R8–R11: the messaging check reads the lists of every instance in one query."""
+    with django_assert_num_queries(1):
+        roles = access.roles_of(business.pk)
+    assert set(roles) == {"assistant", "planner"}

@@ -148,3 +148,33 @@ def test_role_lists_refusal_naming_tester_is_invalid_messaging(field: str) -> No
     lists = {"receive_from": ["human"], "send_to": ["human"], "cross_role": []}
     lists[field] = [*lists[field], "tester"]
     assert policy.role_lists_refusal(RoleLists.of(**lists)) == refusals.INVALID_MESSAGING
+
+
+@pytest.mark.parametrize(
+    ("thread_owner", "from_role", "to_role", "seen"),
+    [
+        ("tester", "human", "assistant", True),
+        (None, "tester", "assistant", True),
+        (None, "assistant", "tester", True),
+        ("ada", "tester", "assistant", True),
+        ("tester", "tester", "assistant", True),
+        ("ada", "human", "assistant", False),
+        (None, "assistant", "planner", False),
+    ],
+    ids=[
+        "own-thread",
+        "tester-sends",
+        "tester-receives",
+        "human-thread-tester-end",
+        "both",
+        "human-thread",
+        "between-assistants",
+    ],
+)
+def test_tester_sees_its_own_threads_or_rows_with_itself_at_one_end(
+    thread_owner: str | None, from_role: str, to_role: str, seen: bool
+) -> None:
+    """R20: either condition alone shows the tester a trail row; neither hides it."""
+    assert (
+        policy.tester_sees(thread_owner=thread_owner, from_role=from_role, to_role=to_role) is seen
+    )

@@ -10,7 +10,7 @@ from rest_framework.request import Request
 from rest_framework.test import APIRequestFactory
 
 from chat.api.chat import ProjectsView
-from chat.gates import HumanSessionAuthentication, ProxyUserAuthentication
+from chat.gates import HumanSessionAuthentication, JsonBody, ProxyUserAuthentication
 
 
 def drf_request(**headers: str) -> Request:
@@ -53,3 +53,46 @@ def test_session_authentication_of_inactive_or_missing_user_authenticates_nobody
     else:
         request._request.user = None
     assert HumanSessionAuthentication().authenticate(request) is None
+
+
+@pytest.mark.parametrize(
+    "content_type",
+    [
+        "application/json; charset=utf-8",
+        "application/json; charset=utf-8; profile=mosaic",
+        "Application/JSON ; charset=utf-8",
+    ],
+    ids=["charset", "two-parameters", "case-and-space"],
+)
+def test_json_body_with_media_type_parameters_is_accepted(content_type: str) -> None:
+    """L2, L3: the media type is what stands before the first `;`, whatever parameters follow."""
+    request = Request(
+        APIRequestFactory().post("/api/chat/projects", b"{}", content_type=content_type)
+    )
+    assert JsonBody().has_permission(request, view=None)
+
+
+def test_json_body_of_another_media_type_with_a_json_parameter_is_refused() -> None:
+    """L2, L3: a parameter that looks like JSON does not make the body JSON."""
+    request = Request(
+        APIRequestFactory().post(
+            "/api/chat/projects", b"{}", content_type="text/plain; x=application/json"
+        )
+    )
+    assert not JsonBody().has_permission(request, view=None)
+
+
+@override_settings(
+    MOSAIC_PROXY_USER_HEADER="X-Forwarded-User", MOSAIC_TRUSTED_PROXIES=["127.0.0.1"]
+)
+def test_proxy_header_from_trusted_proxy_authenticates_the_named_human(ada: User) -> None:
+    """L9: the user DRF sees is the one the proxy named, and the actor is that business's human."""
+    request = drf_request()
+    request._request.scope = {  # type: ignore[attr-defined]
+        "type": "http",
+        "client": ("127.0.0.1", 50000),
+        "headers": [(b"x-forwarded-user", b"ada")],
+    }
+    user, actor = ProxyUserAuthentication().authenticate(request)
+    assert (user.get_username(), user.is_authenticated) == ("ada", True)
+    assert (actor.is_human, actor.username) == (True, "ada")
