@@ -3,6 +3,7 @@ the WebSocket close (L1, L7), the loopback redirect (L8) and the choice of liste
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -10,9 +11,10 @@ import pytest
 from asgiref.sync import async_to_sync
 from django.conf import settings
 
+from broker import events
 from chat.errors import close_code
 from mosaic import listeners
-from mosaic.listeners import by_port, capped_body
+from mosaic.listeners import by_port, capped_body, delivering_pushes
 from tests.listeners import HUMAN, TESTER, application, raw_request
 
 
@@ -278,3 +280,49 @@ def test_capped_body_passes_a_disconnect_before_the_body_to_the_application(sett
     )
     assert sent == []
     assert inner.messages == [{"type": "http.disconnect"}]
+
+
+def test_capped_body_reads_no_further_than_the_last_chunk(settings) -> None:
+    """SPEC §6 `too-large`: a chunk without `more_body` ends the body (ASGI's default is False),
+    so the guard hands it on without waiting for another message, which a real server sends
+    only once the client goes away."""
+    settings.MOSAIC_REQUEST_MAX_BYTES = 100
+    inner = Reader()
+    received: list[dict[str, Any]] = []
+    last = {"type": "http.request", "body": b"{}"}
+
+    async def receive() -> dict[str, Any]:
+        message = last if not received else {"type": "http.disconnect"}
+        received.append(message)
+        return message
+
+    async def send(message: Any) -> None:
+        raise AssertionError(f"nothing is answered: {message}")
+
+    async_to_sync(capped_body(inner))({**HTTP_SCOPE, "headers": []}, receive, send)
+    assert received == [last]
+    assert inner.messages == [last]
+
+
+def test_delivering_pushes_names_the_serving_event_loop_to_the_broker(monkeypatch) -> None:
+    """SPEC §6 (new rows arrive live): pushes committed on any thread go out on the loop the
+    consumers wait on, so the listener names its running loop before the application runs."""
+    named: list[Any] = []
+    monkeypatch.setattr(events, "deliver_on", named.append)
+    inner = Recorder()
+    scope = {"type": "http"}
+    loops: list[Any] = []
+
+    async def receive() -> dict[str, Any]:
+        return {}
+
+    async def send(message: Any) -> None:
+        return None
+
+    async def serve() -> None:
+        loops.append(asyncio.get_running_loop())
+        await delivering_pushes(inner)(scope, receive, send)
+
+    async_to_sync(serve)()
+    assert named == loops
+    assert inner.calls == [(scope, receive, send)]

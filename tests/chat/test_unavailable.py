@@ -6,6 +6,7 @@ these pin the two places that turn it into the answer, in-process and in every p
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import pytest
@@ -78,3 +79,74 @@ def test_websocket_other_errors_are_not_dressed_as_unavailable() -> None:
 
     with pytest.raises(ValueError, match="bug"):
         async_to_sync(scenario)()
+
+
+def guarded_socket(app: Any) -> list[Any]:
+    """Run a WebSocket through `unavailable_closes`; what it sent to the client, in order."""
+    sent: list[Any] = []
+    inputs = [{"type": "websocket.connect"}]
+    scope = {"type": "websocket", "path": "/ws/trail/", "headers": []}
+
+    async def receive() -> dict[str, Any]:
+        return inputs.pop(0) if inputs else {"type": "websocket.disconnect", "code": 1000}
+
+    async def send(message: Any) -> None:
+        sent.append(message)
+
+    async_to_sync(unavailable_closes(app))(scope, receive, send)
+    return sent
+
+
+@pytest.mark.parametrize("accept_first", [False, True], ids=["before-accept", "after-accept"])
+def test_websocket_service_down_sends_accept_once_then_close_4503(accept_first: bool) -> None:
+    """SPEC §6 `unavailable`: the client gets one accept and one well-formed close, 4503, the
+    same whether the outage came before or after the socket was accepted."""
+    assert guarded_socket(failing(OperationalError("down"), accept_first=accept_first)) == [
+        {"type": "websocket.accept"},
+        {"type": "websocket.close", "code": 4503},
+    ]
+
+
+def test_websocket_service_down_after_its_close_sends_nothing_more() -> None:
+    """SPEC §6: a socket the application already closed (a refusal) is not reopened to be
+    closed again when the outage surfaces after it."""
+
+    async def refused_then_down(scope: Any, receive: Any, send: Any) -> None:
+        await receive()
+        await send({"type": "websocket.close", "code": 4403, "reason": "thread-not-owned"})
+        raise OperationalError("down")
+
+    assert guarded_socket(refused_then_down) == [
+        {"type": "websocket.close", "code": 4403, "reason": "thread-not-owned"}
+    ]
+
+
+def test_websocket_service_down_logs_one_warning_naming_the_error(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """SPEC §6 `unavailable`: operators see which service failed under a socket, by the error's
+    type only (never its text, which may carry connection details)."""
+    caplog.set_level(logging.WARNING, logger="mosaic.chat")
+    guarded_socket(failing(RedisConnectionError("redis://secret@host"), accept_first=True))
+    lines = [(r.levelno, r.getMessage()) for r in caplog.records if r.name == "mosaic.chat"]
+    assert lines == [(logging.WARNING, "WebSocket closed: service unavailable (ConnectionError)")]
+
+
+@pytest.mark.parametrize("scope_type", ["http", "lifespan"])
+def test_unavailable_closes_passes_other_scopes_through_unchanged(scope_type: str) -> None:
+    """The guard is for WebSockets only: anything else reaches the application as it came,
+    with the server's own receive and send."""
+    calls: list[Any] = []
+    scope = {"type": scope_type}
+
+    async def app(*args: Any) -> None:
+        calls.append(args)
+
+    async def receive() -> dict[str, Any]:
+        return {}
+
+    async def send(message: Any) -> None:
+        return None
+
+    async_to_sync(unavailable_closes(app))(scope, receive, send)
+    assert calls == [(scope, receive, send)]
