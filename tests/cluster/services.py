@@ -12,13 +12,13 @@ import shutil
 import socket
 import subprocess
 import threading
-import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
 
+from tests.broker.runner.conftest import wait_for
 from tests.console.server import answers, free_port
 
 SLOW = "[slow]"
@@ -36,14 +36,11 @@ def require_binary(name: str) -> str:
 
 
 def wait_until(predicate: Any, *, timeout: float, what: str, every: float = 0.05) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not within {timeout}s")
-        time.sleep(every)
+    """`wait_for`, naming what was awaited when it does not come."""
+    try:
+        return wait_for(predicate, timeout=timeout, every=every)
+    except AssertionError as error:
+        raise AssertionError(f"{what}: not within {timeout}s") from error
 
 
 @dataclass
