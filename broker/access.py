@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 from typing import Concatenate, ParamSpec, TypeVar
 
 from django.conf import settings
+from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
 from broker import policy, refusals
@@ -31,16 +32,20 @@ VERBS: dict[str, frozenset[ActorKind]] = {}
 
 
 def verb(
-    name: str, *kinds: ActorKind
+    name: str, *kinds: ActorKind, switch_in_thread_read: bool = False
 ) -> Callable[[Callable[Concatenate[Actor, P], R]], Callable[Concatenate[Actor, P], R]]:
-    """Declare a broker verb served to `kinds` of actor."""
+    """Declare a broker verb served to `kinds` of actor.
+
+    `switch_in_thread_read`: the verb's first read is `access_thread`, which refuses the tester
+    while it is off from the thread's own row; the verb then costs no separate switch read.
+    """
     allowed = frozenset(kinds)
 
     def decorate(func: Callable[Concatenate[Actor, P], R]) -> Callable[Concatenate[Actor, P], R]:
         @functools.wraps(func)
         def checked(actor: Actor, /, *args: P.args, **kwargs: P.kwargs) -> R:
             try:
-                access_verb(actor, name, allowed)
+                access_verb(actor, name, allowed, switch=not switch_in_thread_read)
                 return func(actor, *args, **kwargs)
             except Refusal as refusal:
                 security_log.info(
@@ -58,16 +63,29 @@ def verb(
     return decorate
 
 
-def access_verb(actor: Actor, name: str, allowed: frozenset[ActorKind]) -> None:
-    """Refuse a verb the actor may not call (R22), and every tester call while it is off."""
+def access_verb(
+    actor: Actor, name: str, allowed: frozenset[ActorKind], *, switch: bool = True
+) -> None:
+    """Refuse a verb the actor may not call (R22), and every tester call while it is off
+    (`switch`; otherwise the verb's thread read checks it)."""
     code = policy.verb_refusal(actor, name, allowed)
     if code is not None:
         raise Refusal(code, f"{name} is not available to the {actor.kind.value}.")
+    if switch:
+        access_tester_switch(actor)
+
+
+def access_tester_switch(actor: Actor) -> None:
+    """Refuse every call of the tester while its business has it off (one read)."""
     if (
         actor.is_tester
         and not Business.objects.filter(pk=actor.business_id, tester_enabled=True).exists()
     ):
-        raise Refusal(refusals.TESTER_OFF, "The tester is off for this business.")
+        raise _tester_off()
+
+
+def _tester_off() -> Refusal:
+    return Refusal(refusals.TESTER_OFF, "The tester is off for this business.")
 
 
 def access_human_actor(*, username: str) -> Actor:
@@ -88,18 +106,35 @@ def access_tester_actor(*, business_slug: str) -> Actor:
     return Actor.tester(business_id=business.pk)
 
 
-def access_thread(actor: Actor, *, thread_id: int, lock: bool = False) -> Thread:
+def access_thread(
+    actor: Actor, *, thread_id: int, lock: bool = False, with_holder: bool = False
+) -> Thread:
     """R1: the actor's own thread, or a refusal. The one owner check for every thread verb.
 
     A thread of another business is `not-found`, as a missing one: nothing is revealed across
     businesses. Within the business the other side's thread is `thread-not-owned` (SPEC R1).
+    The tester is refused `tester-off` while its business has it off, read from the same row,
+    before anything else is told. One query: the thread with its project, business and
+    instance role, and (`with_holder`) the run holding its open claim as `thread.holder`.
     """
-    threads = Thread.objects.select_related("project", "instance__role")
+    threads = Thread.objects.select_related("project__business", "instance__role")
+    if with_holder:
+        threads = threads.annotate(
+            holder=Subquery(
+                ThreadClaim.objects.filter(thread=OuterRef("pk"), ended_at__isnull=True).values(
+                    "run"
+                )[:1]
+            )
+        )
     if lock:
         threads = threads.select_for_update(of=("self",))
     thread = threads.filter(pk=thread_id, project__business_id=actor.business_id).first()
     if thread is None:
+        # While the tester is off it learns nothing, not even that the id is unknown.
+        access_tester_switch(actor)
         raise Refusal(refusals.NOT_FOUND, "No such thread.")
+    if actor.is_tester and not thread.project.business.tester_enabled:
+        raise _tester_off()
     if thread.owner != policy.owner(actor):
         raise Refusal(refusals.THREAD_NOT_OWNED, "This thread belongs to someone else.")
     return thread
@@ -149,20 +184,35 @@ def access_instance(actor: Actor, *, name: str) -> Instance:
 def roles_of(business_id: int) -> dict[str, RoleLists]:
     """Each instance's address mapped to its role's lists, as the messaging check reads them."""
     return {
-        instance.name: RoleLists.of(
-            receive_from=instance.role.receive_from,
-            send_to=instance.role.send_to,
-            cross_role=instance.role.cross_role,
-        )
+        instance.name: lists_of(instance)
         for instance in Instance.objects.filter(business_id=business_id).select_related("role")
     }
 
 
+def lists_of(instance: Instance) -> RoleLists:
+    """The instance's role lists (its role already loaded)."""
+    return RoleLists.of(
+        receive_from=instance.role.receive_from,
+        send_to=instance.role.send_to,
+        cross_role=instance.role.cross_role,
+    )
+
+
 def check_messaging(
-    actor: Actor, *, sender: str, recipient: str, thread_owner: str | None
+    actor: Actor,
+    *,
+    sender: str,
+    recipient: str,
+    thread_owner: str | None,
+    roles: dict[str, RoleLists] | None = None,
 ) -> dict[str, RoleLists]:
-    """Refuse a message the lists do not allow (R8–R11); returns the lists it read."""
-    roles = roles_of(actor.business_id)
+    """Refuse a message the lists do not allow (R8–R11); returns the lists it read.
+
+    `roles` defaults to every instance of the business; a caller that knows both ends may pass
+    the lists of the instances among them (`human` and `tester` have none).
+    """
+    if roles is None:
+        roles = roles_of(actor.business_id)
     code = policy.messaging_refusal(
         sender=sender, recipient=recipient, roles=roles, thread_owner=thread_owner
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 from django.db import IntegrityError, connection, transaction
@@ -23,6 +24,7 @@ from broker.access import (
     access_thread,
     check_messaging,
     lease_deadline,
+    lists_of,
     verb,
 )
 from broker.actors import Actor, ActorKind
@@ -84,12 +86,20 @@ def do_lock_streams(business_id: int) -> None:
         )
 
 
+# The business whose stream lock the current transaction holds (`appending`).
+_streams_locked: ContextVar[int | None] = ContextVar("streams_locked", default=None)
+
+
 @contextmanager
 def appending(business_id: int) -> Iterator[None]:
     """A transaction that may append to the business's streams: the stream lock comes first."""
     with transaction.atomic():
         do_lock_streams(business_id)
-        yield
+        token = _streams_locked.set(business_id)
+        try:
+            yield
+        finally:
+            _streams_locked.reset(token)
 
 
 def do_record_trail(
@@ -106,9 +116,11 @@ def do_record_trail(
     """Store one trail row labelled per R16 and nudge the trail after commit.
 
     Precondition: inside the transaction that stores what the row describes, which took the
-    stream lock first (`appending`).
+    stream lock first (`appending`). Checked, on every database, without a query: a row
+    stored outside that lock could commit out of id order and be skipped by readers for good.
     """
-    do_lock_streams(business_id)
+    if _streams_locked.get() != business_id:
+        raise RuntimeError("A trail row is stored only inside appending(business_id).")
     row = TrailRow.objects.create(
         business_id=business_id,
         thread=thread,
@@ -139,16 +151,14 @@ def do_record_message(
     in_reply_to: Message | None = None,
     request: Event | None = None,
     claim: ThreadClaim | None = None,
+    holder: str,
 ) -> Message:
     """Store a message from the actor, its trail row, and nudge the thread after commit.
 
-    Precondition: the caller has checked ownership, the lists (R8–R11) and R10, and holds the
-    thread's row lock when there is a thread.
+    Precondition: the caller has checked ownership, the lists (R8–R11) and R10, holds the
+    thread's row lock when there is a thread, and passes `holder`, the run of the thread's
+    open claim ("" when none or no thread), read under that lock.
     """
-    holder = ""
-    if thread is not None:
-        open_claim = ThreadClaim.objects.filter(thread=thread, ended_at__isnull=True).first()
-        holder = open_claim.run if open_claim else ""
     message = Message.objects.create(
         business_id=actor.business_id,
         thread=thread,
@@ -272,26 +282,34 @@ def create_thread(
         raise Refusal(refusals.THREAD_EXISTS, "A thread with this name exists here.") from None
 
 
-@verb("thread.open", HUMAN_KIND, TESTER_KIND)
+@verb("thread.open", HUMAN_KIND, TESTER_KIND, switch_in_thread_read=True)
 def open_thread(actor: Actor, *, thread_id: int) -> ThreadOpen:
     """R1, R2: record that the actor opened its own thread, `by = owner(actor)`."""
     thread = access_thread(actor, thread_id=thread_id)
     return ThreadOpen.objects.create(thread=thread, by=policy.owner(actor))
 
 
-@verb("thread.send", HUMAN_KIND, TESTER_KIND)
+@verb("thread.send", HUMAN_KIND, TESTER_KIND, switch_in_thread_read=True)
 def send_to_thread(actor: Actor, *, thread_id: int, body: object) -> SentTurn:
     """A turn in the actor's own thread, addressed to the thread's instance.
 
     R6: stored with the actor's own role and run. R7: a human's turn writes one `human.input`
     event and returns its id; a tester's writes none and returns None. R9: the lists read the
-    tester as `human` in its own thread.
+    tester as `human` in its own thread. One read (the thread, its instance's lists, the tester
+    switch and the claim's holder) and the rows it stores.
     """
     text = fields.clean_body(body)
     with appending(actor.business_id):
-        thread = access_thread(actor, thread_id=thread_id, lock=True)
+        thread = access_thread(actor, thread_id=thread_id, lock=True, with_holder=True)
+        instance = thread.instance
+        # The sender is the human or the tester, who have no lists: the instance's are all
+        # the check reads.
         check_messaging(
-            actor, sender=actor.role, recipient=thread.instance.name, thread_owner=thread.owner
+            actor,
+            sender=actor.role,
+            recipient=instance.name,
+            thread_owner=thread.owner,
+            roles={instance.name: lists_of(instance)},
         )
         request = None
         if actor.is_human:
@@ -303,10 +321,11 @@ def send_to_thread(actor: Actor, *, thread_id: int, body: object) -> SentTurn:
         message = do_record_message(
             actor,
             thread=thread,
-            to_role=thread.instance.name,
+            to_role=instance.name,
             message_class=MessageClass.REQUEST,
             body=text,
             request=request,
+            holder=thread.holder or "",  # type: ignore[attr-defined]
         )
     return SentTurn(message=message, request=request.pk if request else None)
 
@@ -368,6 +387,8 @@ def send_message(
                     body=text,
                     in_reply_to=answered,
                     claim=claim,
+                    # The run's claim is the thread's one open claim (`access_claim`).
+                    holder=claim.run if claim else "",
                 )
         except IntegrityError:
             # one_result_per_message: the message has its reply already.
@@ -579,8 +600,14 @@ def post_notice(actor: Actor, *, body: object, thread_id: int | None = None) -> 
         notifier = Actor.assistant_run(
             business_id=actor.business_id, instance=thread.instance.name, run=actor.run
         )
+        open_claim = ThreadClaim.objects.filter(thread=thread, ended_at__isnull=True).first()
         return do_record_message(
-            notifier, thread=thread, to_role=HUMAN, message_class=MessageClass.NOTICE, body=text
+            notifier,
+            thread=thread,
+            to_role=HUMAN,
+            message_class=MessageClass.NOTICE,
+            body=text,
+            holder=open_claim.run if open_claim else "",
         )
 
 

@@ -85,7 +85,7 @@ def list_threads(
     return page(threads, after=after, before=before, limit=limit)
 
 
-@verb("thread.messages", HUMAN_KIND, TESTER_KIND)
+@verb("thread.messages", HUMAN_KIND, TESTER_KIND, switch_in_thread_read=True)
 def thread_messages(
     actor: Actor,
     *,

@@ -7,20 +7,23 @@ because system checks do not run under an ASGI server.
 
 import os
 
-from django.core.asgi import get_asgi_application
+import django
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mosaic.settings")
 
 # Set Django up before importing anything that touches models.
-django_asgi_app = get_asgi_application()
+django.setup(set_prefix=False)
 
+from django.conf import settings  # noqa: E402
 from django.db import connections  # noqa: E402
 
 from broker.boot import refuse_invalid_businesses  # noqa: E402
+from mosaic.handler import WorkerPool  # noqa: E402
 from mosaic.listeners import (  # noqa: E402
     build_human_application,
     build_tester_application,
     by_port,
+    http_handler,
     plain_http_handler,
 )
 
@@ -28,6 +31,8 @@ refuse_invalid_businesses()
 # The check ran on this importing thread's connection, which serves no request afterwards.
 connections.close_all()
 
-human_application = build_human_application(django_asgi_app)
-tester_application = build_tester_application(plain_http_handler())
+# One pool per process: both listeners' requests share its threads and their connections.
+workers = WorkerPool(size=settings.MOSAIC_HTTP_WORKERS, wait=settings.MOSAIC_HTTP_QUEUE_SECONDS)
+human_application = build_human_application(http_handler(workers))
+tester_application = build_tester_application(plain_http_handler(workers))
 application = by_port(human=human_application, tester=tester_application)

@@ -16,7 +16,7 @@ import asyncio
 import json
 import logging
 from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
@@ -25,6 +25,9 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from broker import refusals
 from chat.errors import STATUS, body, close_code
+
+if TYPE_CHECKING:
+    from mosaic.handler import Workers
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -295,16 +298,22 @@ def build_human_application(django_http: ASGIApp) -> ASGIApp:
     )
 
 
-def plain_http_handler() -> ASGIApp:
+def http_handler(workers: Workers) -> ASGIApp:
+    """Django's HTTP handler for the human listener, its request path on `workers`."""
+    from mosaic.handler import PooledHandler
+
+    return PooledHandler(workers)
+
+
+def plain_http_handler(workers: Workers) -> ASGIApp:
     """Django's handler for the tester listener, which serves plain HTTP on loopback by design
     (SPEC §5): production's HTTPS redirect would send the product's own tests to a port with no
     TLS. HSTS needs no such care: Django adds it to HTTPS responses only."""
-    from django.core.handlers.asgi import ASGIHandler
     from django.test.utils import override_settings
 
     # The middleware read their settings once, while the handler builds its chain.
     with override_settings(SECURE_SSL_REDIRECT=False):
-        return ASGIHandler()
+        return http_handler(workers)
 
 
 def build_tester_application(django_http: ASGIApp) -> ASGIApp:

@@ -47,6 +47,13 @@ MOSAIC_PROXY_USER_HEADER = env.str("MOSAIC_PROXY_USER_HEADER", default="")
 MOSAIC_TRUSTED_PROXIES = env.list("MOSAIC_TRUSTED_PROXIES", default=[])
 MOSAIC_NAME_MAX = env.int("MOSAIC_NAME_MAX", default=200)
 MOSAIC_BODY_MAX = env.int("MOSAIC_BODY_MAX", default=32_000)
+# HTTP requests run on this many long-lived worker threads per listener process; a request that
+# finds all busy waits at most MOSAIC_HTTP_QUEUE_SECONDS, then is answered 503 `unavailable`.
+MOSAIC_HTTP_WORKERS = env.int("MOSAIC_HTTP_WORKERS", default=4)
+MOSAIC_HTTP_QUEUE_SECONDS = env.float("MOSAIC_HTTP_QUEUE_SECONDS", default=2.0)
+# PostgreSQL: the connection pool of each process (workers, sockets' reads, runs).
+MOSAIC_DB_POOL_SIZE = env.int("MOSAIC_DB_POOL_SIZE", default=10)
+MOSAIC_DB_POOL_TIMEOUT = env.float("MOSAIC_DB_POOL_TIMEOUT", default=10.0)
 MOSAIC_CLAIM_LEASE_SECONDS = env.float("MOSAIC_CLAIM_LEASE_SECONDS", default=30.0)
 # A request body over this many bytes is refused `too-large` before it is read.
 MOSAIC_REQUEST_MAX_BYTES = env.int("MOSAIC_REQUEST_MAX_BYTES", default=256 * 1024)
@@ -177,6 +184,20 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         }
     )
     DATABASES["default"]["TEST"] = {"NAME": None}
+    # Each request runs on one of a few long-lived worker threads (mosaic.handler), which keep
+    # their connection; a broken one is noticed and replaced at the next request.
+    DATABASES["default"]["CONN_MAX_AGE"] = None
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # Connections come from a bounded pool per process (psycopg_pool) and go back to it when a
+    # request, a socket's read or a run's step ends: the sum over processes of
+    # MOSAIC_DB_POOL_SIZE stays under the server's max_connections (README, Scale-out).
+    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+        "min_size": 1,
+        "max_size": MOSAIC_DB_POOL_SIZE,
+        # A thread that waits this long for a connection fails `unavailable` (503 / 4503).
+        "timeout": MOSAIC_DB_POOL_TIMEOUT,
+    }
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

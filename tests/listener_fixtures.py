@@ -39,9 +39,9 @@ def broker_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     calls: list[str] = []
     real = broker.access.access_verb
 
-    def spy(actor, name, allowed):
+    def spy(actor, name, allowed, **kwargs):
         calls.append(name)
-        return real(actor, name, allowed)
+        return real(actor, name, allowed, **kwargs)
 
     monkeypatch.setattr(broker.access, "access_verb", spy)
     return calls

@@ -54,19 +54,20 @@ def write_headers(origin: str, csrf_token: str | None = None) -> dict[str, str]:
 
 @functools.cache
 def application(listener: str) -> Any:
-    # Django's ASGI handler itself, not get_asgi_application(): that would run django.setup()
-    # again, whose logging configuration drops the handlers pytest captures logs with.
-    from django.core.handlers.asgi import ASGIHandler
-
+    # The listeners themselves, not mosaic.asgi: importing it would run django.setup() again,
+    # whose logging configuration drops the handlers pytest captures logs with. The request
+    # path runs on the test's own thread, where its database transaction is.
+    from mosaic.handler import CallingThread
     from mosaic.listeners import (
         build_human_application,
         build_tester_application,
+        http_handler,
         plain_http_handler,
     )
 
     if listener == HUMAN:
-        return build_human_application(ASGIHandler())
-    return build_tester_application(plain_http_handler())
+        return build_human_application(http_handler(CallingThread()))
+    return build_tester_application(plain_http_handler(CallingThread()))
 
 
 @dataclass

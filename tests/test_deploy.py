@@ -120,11 +120,11 @@ def test_production_human_listener_redirects_plain_http_and_sends_hsts(
     production_security, business
 ) -> None:
     from django.contrib.auth.models import User
-    from django.core.handlers.asgi import ASGIHandler
 
-    from mosaic.listeners import build_human_application
+    from mosaic.handler import CallingThread
+    from mosaic.listeners import build_human_application, http_handler
 
-    app = build_human_application(ASGIHandler())
+    app = build_human_application(http_handler(CallingThread()))
     plain = fetch(app, f"http://{HOST}/api/schema")
     assert plain.status_code == 301
     assert plain.headers["location"] == f"https://{HOST}/api/schema"
@@ -150,9 +150,10 @@ def test_production_tester_listener_serves_plain_http_on_loopback(
     production_security, settings, business
 ) -> None:
     """SPEC §5: the tester listener is plain HTTP on loopback; the redirect would break it."""
+    from mosaic.handler import CallingThread
     from mosaic.listeners import build_tester_application, plain_http_handler
 
-    app = build_tester_application(plain_http_handler())
+    app = build_tester_application(plain_http_handler(CallingThread()))
     port = settings.MOSAIC_TESTER_PORT
 
     async def from_loopback(scope, receive, send):

@@ -177,3 +177,35 @@ def test_select_pages_hundreds_of_rows_same_query_count(who, human, tester, seed
     many = {name: count_queries(read) for name, read in reads.items()}
     assert len(selectors.list_threads(actor, project_id=project.pk)) == 100
     assert many == few
+
+
+# --- the send path (issue: a send costs no more than a plain Channels app's) ---------------
+
+TRANSACTION_CONTROL = ("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE SAVEPOINT")
+
+
+def statements_of(write: Callable[[], object]) -> list[str]:
+    """The statements `write` sends, transaction control left out."""
+    with CaptureQueriesContext(connection) as captured:
+        write()
+    return [
+        query["sql"]
+        for query in captured.captured_queries
+        if not query["sql"].lstrip().upper().startswith(TRANSACTION_CONTROL)
+    ]
+
+
+# The thread read, the message, its trail row; a human's turn adds its `human.input` event.
+# PostgreSQL adds the business's stream lock (rows commit in id order).
+SEND_STATEMENTS = {"tester": 3, "human": 4}
+
+
+@pytest.mark.parametrize("who", ["human", "tester"])
+def test_send_to_thread_statement_count_is_pinned(who, human, tester, seeded) -> None:
+    """A turn is one read and its inserts: no tester-switch read, no role list read, no claim
+    read, no read after a write (R6, R7 hold as before)."""
+    actor = human if who == "human" else tester
+    thread = seeded["threads"][owner_of(actor)]
+    sent = statements_of(lambda: actions.send_to_thread(actor, thread_id=thread.pk, body="hi"))
+    lock = 1 if connection.vendor == "postgresql" else 0
+    assert len(sent) == SEND_STATEMENTS[who] + lock, "\n".join(sent)

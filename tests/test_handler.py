@@ -1,0 +1,236 @@
+"""The HTTP request path on a bounded pool of long-lived workers (mosaic.handler).
+
+These tests run the real pool, so the request path runs on the pool's own threads with their own
+database connections: they need committed data (`transactional_db`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from typing import Any
+
+import pytest
+from asgiref.sync import async_to_sync
+from django.contrib.auth.models import User
+from django.core.signals import request_started
+from django.db import connection
+
+from broker import refusals
+from broker.models import Instance, Message, Project, Thread
+from mosaic.handler import Overloaded, WorkerPool
+from mosaic.listeners import build_human_application, http_handler
+from tests.conftest import make_business
+from tests.listener_fixtures import PASSWORD
+from tests.listeners import write_headers
+
+ORIGIN = "http://127.0.0.1:7332"
+
+
+async def acall(
+    app: Any, method: str, path: str, body: bytes = b"", cookies: str = ""
+) -> dict[str, Any]:
+    """One request through the ASGI application: its status, headers (a list) and body."""
+    headers = [(b"host", b"127.0.0.1:7332")]
+    if method != "GET":
+        headers += [
+            (name.lower().encode(), value.encode())
+            for name, value in write_headers(ORIGIN, _csrf_of(cookies)).items()
+        ]
+        headers.append((b"content-length", str(len(body)).encode()))
+    if cookies:
+        headers.append((b"cookie", cookies.encode()))
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": method,
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "root_path": "",
+        "headers": headers,
+        "client": ("127.0.0.1", 50000),
+        "server": ("127.0.0.1", 7332),
+    }
+    sent: list[dict[str, Any]] = []
+    finished = asyncio.Event()
+    inputs = [{"type": "http.request", "body": body, "more_body": False}]
+
+    async def receive() -> dict[str, Any]:
+        if inputs:
+            return inputs.pop(0)
+        await finished.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+        if message["type"] == "http.response.body" and not message.get("more_body"):
+            finished.set()
+
+    await app(scope, receive, send)
+    return {
+        "status": sent[0]["status"],
+        "headers": [(k.decode().lower(), v.decode()) for k, v in sent[0]["headers"]],
+        "body": b"".join(m.get("body", b"") for m in sent[1:]),
+    }
+
+
+def call(app: Any, method: str, path: str, body: bytes = b"", cookies: str = "") -> dict[str, Any]:
+    result: dict[str, Any] = async_to_sync(acall)(app, method, path, body, cookies)
+    return result
+
+
+def header(answer: dict[str, Any], name: str) -> str | None:
+    return next((value for key, value in answer["headers"] if key == name), None)
+
+
+def _csrf_of(cookies: str) -> str | None:
+    for part in cookies.split("; "):
+        if part.startswith("csrftoken="):
+            return part.split("=", 1)[1]
+    return None
+
+
+def cookies_of(answer: dict[str, Any]) -> str:
+    """The cookies an answer set, as a Cookie header."""
+    return "; ".join(
+        value.split(";", 1)[0] for key, value in answer["headers"] if key == "set-cookie"
+    )
+
+
+def test_pool_runs_on_its_own_threads_and_bounds_them() -> None:
+    """Work runs on at most `size` long-lived threads, reused from one call to the next."""
+    pool = WorkerPool(size=2, wait=5)
+    seen: set[str] = set()
+
+    def work() -> str:
+        seen.add(threading.current_thread().name)
+        return threading.current_thread().name
+
+    async def many() -> list[str]:
+        return list(await asyncio.gather(*(pool.run(work) for _ in range(40))))
+
+    names = async_to_sync(many)()
+    assert len(names) == 40
+    assert threading.current_thread().name not in seen
+    assert 1 <= len(seen) <= 2
+    assert all(name.startswith("mosaic-http") for name in seen)
+
+
+def test_pool_busy_past_its_wait_refuses_overloaded_and_frees_the_slot_after() -> None:
+    """Past the bound a call waits `wait` seconds, then is refused; the slot comes back when
+    the work that held it ends, and the next call runs."""
+    pool = WorkerPool(size=1, wait=0.1)
+    release = threading.Event()
+
+    async def scenario() -> tuple[bool, str]:
+        holder = asyncio.ensure_future(pool.run(release.wait, 5))
+        await asyncio.sleep(0.05)
+        try:
+            await pool.run(lambda: "ran")
+            refused = False
+        except Overloaded:
+            refused = True
+        release.set()
+        await holder
+        return refused, await pool.run(lambda: "ran")
+
+    refused, after = async_to_sync(scenario)()
+    assert refused
+    assert after == "ran"
+
+
+def test_pool_slot_stays_taken_while_cancelled_work_still_runs() -> None:
+    """A client that goes away cancels the waiting coroutine, not the worker's work: the slot
+    is the worker's until that work ends, so the bound holds."""
+    pool = WorkerPool(size=1, wait=0.1)
+    release = threading.Event()
+
+    async def scenario() -> bool:
+        holder = asyncio.ensure_future(pool.run(release.wait, 5))
+        await asyncio.sleep(0.05)
+        holder.cancel()
+        await asyncio.sleep(0.05)
+        try:
+            await pool.run(lambda: None)
+            refused = False
+        except Overloaded:
+            refused = True
+        release.set()
+        await asyncio.sleep(0.05)
+        return refused
+
+    assert async_to_sync(scenario)()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_request_path_runs_on_workers_that_keep_their_connection() -> None:
+    """Each request runs on a pool thread, and a worker's database connection outlives its
+    request (SQLite: persistent; PostgreSQL: the pool's)."""
+    make_business("acme", human="ada")
+    pool = WorkerPool(size=2, wait=5)
+    app = build_human_application(http_handler(pool))
+    served: list[tuple[str, int | None]] = []
+
+    def record(**_: object) -> None:
+        served.append((threading.current_thread().name, id(connection.connection)))
+
+    request_started.connect(record)
+    try:
+        for _ in range(12):
+            answer = call(app, "GET", "/api/chat/projects")
+            assert answer["status"] == 401
+    finally:
+        request_started.disconnect(record)
+    threads = {name for name, _ in served}
+    assert len(served) == 12
+    assert 1 <= len(threads) <= 2
+    assert all(name.startswith("mosaic-http") for name in threads)
+    if connection.vendor == "sqlite":
+        # From the second request of each worker on, it finds its connection still open.
+        connections_per_thread = {
+            name: {conn for who, conn in served[i + 1 :] if who == name}
+            for i, (name, _) in enumerate(served)
+        }
+        assert all(len(kept) <= 1 for kept in connections_per_thread.values())
+
+
+@pytest.mark.django_db(transaction=True)
+def test_send_while_every_worker_is_busy_answers_503_retry_after_and_stores_nothing() -> None:
+    """Bounded load: a send that finds every worker busy past the wait is answered 503
+    `unavailable` with Retry-After, and nothing is stored; once a worker is free it goes
+    through."""
+    business = make_business("acme", human="ada")
+    User.objects.create_user("ada", password=PASSWORD)
+    project = Project.objects.create(business=business, name="p", created_by="ada")
+    instance = Instance.objects.get(business=business)
+    thread = Thread.objects.create(project=project, name="t", owner="ada", instance=instance)
+    pool = WorkerPool(size=1, wait=0.2)
+    app = build_human_application(http_handler(pool))
+    credentials = f'{{"username": "ada", "password": "{PASSWORD}"}}'.encode()
+    login = call(app, "POST", "/api/auth/login", credentials)
+    assert login["status"] == 200, login["body"]
+    cookies = cookies_of(login)
+    path = f"/api/chat/threads/{thread.pk}/messages"
+    release = threading.Event()
+
+    async def while_busy() -> dict[str, Any]:
+        holder = asyncio.ensure_future(pool.run(release.wait, 10))
+        await asyncio.sleep(0.05)
+        try:
+            return await acall(app, "POST", path, b'{"body": "hello"}', cookies)
+        finally:
+            release.set()
+            await holder
+
+    busy: dict[str, Any] = async_to_sync(while_busy)()
+    assert busy["status"] == 503
+    assert header(busy, "retry-after") == "1"
+    assert json.loads(busy["body"])["error"] == refusals.UNAVAILABLE
+    assert Message.objects.count() == 0
+    sent = call(app, "POST", path, b'{"body": "hello"}', cookies)
+    assert sent["status"] == 201, sent["body"]
+    assert Message.objects.count() == 1
