@@ -123,7 +123,11 @@ class Thread(models.Model):
             models.UniqueConstraint(fields=["project", "name"], name="thread_unique_per_project"),
             models.CheckConstraint(condition=~Q(owner=""), name="thread_owner_not_empty"),
         ]
-        indexes = [models.Index(fields=["owner", "project"], name="thread_owner_project")]
+        indexes = [
+            # The thread list (R3): one owner's threads of a project, newest page first, read
+            # in id order from the index without sorting the project's threads.
+            models.Index(fields=["owner", "project", "id"], name="thread_owner_project_id")
+        ]
 
     def __str__(self) -> str:
         return self.name

@@ -6,6 +6,7 @@ import asyncio
 import json
 from typing import Any
 
+import channels.consumer
 import pytest
 from asgiref.sync import async_to_sync, sync_to_async
 from channels.testing import WebsocketCommunicator
@@ -513,3 +514,37 @@ def test_socket_joining_a_read_older_than_its_row_reads_again(world, monkeypatch
 
     assert async_to_sync(scenario)() == ["tester to assistant: committed mid-read"]
     assert len(joined_an_older_read) == 2  # the stand-in was used, and the socket read again
+
+
+def test_nudge_to_many_sockets_costs_no_thread_hop_per_socket(world, monkeypatch) -> None:
+    """P3: a nudge reaches each socket's handler on the event loop; only the one shared read
+    goes to a thread. Channels' dispatch would first send every socket to a thread to close
+    old database connections, once per socket and message."""
+    hops: list[int] = []
+    real = channels.consumer.aclose_old_connections
+
+    async def counted() -> None:
+        hops.append(1)
+        await real()
+
+    monkeypatch.setattr(channels.consumer, "aclose_old_connections", counted)
+    tester = world["tester"]
+
+    async def scenario() -> int:
+        sockets = [socket(TESTER, "/ws/trail/") for _ in range(20)]
+        for communicator in sockets:
+            assert (await communicator.connect())[0]
+        for communicator in sockets:
+            assert await communicator.receive_nothing(timeout=0.01)
+        hops.clear()
+        await sync_to_async(actions.send_to_thread)(
+            tester, thread_id=world["tester_thread"].pk, body="to all"
+        )
+        for communicator in sockets:
+            assert json.loads(await communicator.receive_from(timeout=5))["type"] == "trail.row"
+        counted_hops = len(hops)
+        for communicator in sockets:
+            await communicator.disconnect()
+        return counted_hops
+
+    assert async_to_sync(scenario)() == 0
