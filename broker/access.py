@@ -10,15 +10,15 @@ import functools
 import logging
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Concatenate, ParamSpec, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from django.conf import settings
-from django.db.models import OuterRef, Subquery
+from django.db import connection
 from django.utils import timezone
 
 from broker import policy, refusals
 from broker.actors import Actor, ActorKind
-from broker.models import Business, Instance, Message, Thread, ThreadClaim
+from broker.models import Business, Instance, Message, Project, RoleDefinition, Thread, ThreadClaim
 from broker.policy import RoleLists
 from broker.refusals import Refusal
 
@@ -106,38 +106,92 @@ def access_tester_actor(*, business_slug: str) -> Actor:
     return Actor.tester(business_id=business.pk)
 
 
-def access_thread(
-    actor: Actor, *, thread_id: int, lock: bool = False, with_holder: bool = False
-) -> Thread:
+def _thread_read(*, lock: bool) -> str:
+    """The one read behind `access_thread`, written out (see its docstring)."""
+    thread, project, business = (
+        Thread._meta.db_table,
+        Project._meta.db_table,
+        Business._meta.db_table,
+    )
+    instance, role = Instance._meta.db_table, RoleDefinition._meta.db_table
+    claim = ThreadClaim._meta.db_table
+    sql = (
+        f"SELECT t.id, t.project_id, t.name, t.owner, t.instance_id, t.created_at,"
+        f" b.tester_enabled, i.business_id, i.name, i.role_id, r.business_id, r.name,"
+        f" r.receive_from, r.send_to, r.cross_role,"
+        f" (SELECT c.run FROM {claim} c WHERE c.thread_id = t.id AND c.ended_at IS NULL"
+        f"  LIMIT 1)"
+        f" FROM {thread} t"
+        f" JOIN {project} p ON p.id = t.project_id"
+        f" JOIN {business} b ON b.id = p.business_id"
+        f" JOIN {instance} i ON i.id = t.instance_id"
+        f" JOIN {role} r ON r.id = i.role_id"
+        f" WHERE t.id = %s AND p.business_id = %s"
+    )
+    if lock and connection.features.has_select_for_update_of:
+        sql += " FOR UPDATE OF t"
+    return sql
+
+
+def access_thread(actor: Actor, *, thread_id: int, lock: bool = False) -> Thread:
     """R1: the actor's own thread, or a refusal. The one owner check for every thread verb.
 
     A thread of another business is `not-found`, as a missing one: nothing is revealed across
     businesses. Within the business the other side's thread is `thread-not-owned` (SPEC R1).
     The tester is refused `tester-off` while its business has it off, read from the same row,
-    before anything else is told. One query: the thread with its project, business and
-    instance role, and (`with_holder`) the run holding its open claim as `thread.holder`.
+    before anything else is told. `lock` holds the thread's row until the transaction ends.
+
+    One query: the thread, its instance with the role's lists (`thread.instance.role`), the
+    business's tester switch, and the run holding its open claim (`thread.holder`, "" when
+    none). It is written as SQL because it is the read of every turn, and building it through
+    the ORM cost ten times running it (docs/benchmarks.md, P1c).
     """
-    threads = Thread.objects.select_related("project__business", "instance__role")
-    if with_holder:
-        threads = threads.annotate(
-            holder=Subquery(
-                ThreadClaim.objects.filter(thread=OuterRef("pk"), ended_at__isnull=True).values(
-                    "run"
-                )[:1]
-            )
-        )
-    if lock:
-        threads = threads.select_for_update(of=("self",))
-    thread = threads.filter(pk=thread_id, project__business_id=actor.business_id).first()
-    if thread is None:
+    with connection.cursor() as cursor:
+        cursor.execute(_thread_read(lock=lock), [thread_id, actor.business_id])
+        row = cursor.fetchone()
+    if row is None:
         # While the tester is off it learns nothing, not even that the id is unknown.
         access_tester_switch(actor)
         raise Refusal(refusals.NOT_FOUND, "No such thread.")
-    if actor.is_tester and not thread.project.business.tester_enabled:
+    tester_enabled, holder = bool(row[6]), row[15]
+    if actor.is_tester and not tester_enabled:
         raise _tester_off()
-    if thread.owner != policy.owner(actor):
+    if row[3] != policy.owner(actor):
         raise Refusal(refusals.THREAD_NOT_OWNED, "This thread belongs to someone else.")
+    alias = connection.alias
+    lists = [
+        _converted(RoleDefinition._meta.get_field(name), value)
+        for name, value in zip(_LISTS, row[12:15], strict=True)
+    ]
+    role = RoleDefinition.from_db(
+        alias, ["id", "business_id", "name", *_LISTS], [row[9], row[10], row[11], *lists]
+    )
+    instance = Instance.from_db(
+        alias, ["id", "business_id", "name", "role_id"], [row[4], row[7], row[8], row[9]]
+    )
+    instance.role = role
+    created_at = Thread._meta.get_field("created_at")
+    thread = Thread.from_db(
+        alias,
+        ["id", "project_id", "name", "owner", "instance_id", "created_at"],
+        [*row[:5], _converted(created_at, row[5])],
+    )
+    thread.instance = instance
+    thread.holder = holder or ""  # type: ignore[attr-defined]
     return thread
+
+
+_LISTS = ("receive_from", "send_to", "cross_role")
+
+
+def _converted(field: Any, value: object) -> object:
+    """A column's value as the ORM would give it (the backend's and the field's converters)."""
+    converters = connection.ops.get_db_converters(field.cached_col) + field.get_db_converters(
+        connection
+    )
+    for convert in converters:
+        value = convert(value, field.cached_col, connection)
+    return value
 
 
 def access_claim(actor: Actor, *, claim_id: int) -> ThreadClaim:

@@ -300,7 +300,7 @@ def send_to_thread(actor: Actor, *, thread_id: int, body: object) -> SentTurn:
     """
     text = fields.clean_body(body)
     with appending(actor.business_id):
-        thread = access_thread(actor, thread_id=thread_id, lock=True, with_holder=True)
+        thread = access_thread(actor, thread_id=thread_id, lock=True)
         instance = thread.instance
         # The sender is the human or the tester, who have no lists: the instance's are all
         # the check reads.

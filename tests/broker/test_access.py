@@ -243,14 +243,26 @@ def test_owner_of_an_assistant_run_is_refused_not_found(assistant_run: Actor) ->
 # --- what an access reads with its record -------------------------------------------------
 
 
-def test_access_thread_loads_project_and_instance_role_in_one_query(
-    human: Actor, human_thread, django_assert_num_queries: Any
+def test_access_thread_loads_instance_lists_and_holder_in_one_query(
+    human: Actor, human_thread, assistant_run: Actor, django_assert_num_queries: Any
 ) -> None:
-    """The owner check's callers read the thread's project and its instance's role: one query."""
+    """What a turn decides on comes with the owner check's one read: the thread, its
+    instance's role lists (R8) and the run holding the thread's open claim."""
     with django_assert_num_queries(1):
         found = access.access_thread(human, thread_id=human_thread.pk)
-        assert found.project.name == "product"
+        assert (found.pk, found.owner, found.project_id) == (
+            human_thread.pk,
+            "ada",
+            human_thread.project_id,
+        )
+        assert found.created_at == human_thread.created_at
+        assert found.instance.name == "assistant"
         assert found.instance.role.name == "assistant"
+        assert access.lists_of(found.instance).receive_from == {"human"}
+        assert found.holder == ""
+    claim = actions.open_claim(assistant_run, thread_id=human_thread.pk)
+    assert claim is not None
+    assert access.access_thread(human, thread_id=human_thread.pk).holder == "run-1"
 
 
 def test_roles_of_reads_every_instance_and_its_role_in_one_query(
