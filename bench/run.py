@@ -52,6 +52,8 @@ SCENARIOS = ("P1", "P1c", "P2", "P3", "P4", "P5", "P6", "P7")
 P4_RATE = 10
 # P2 and P1c: the rate the issue names.
 P2_RATE = 50
+# The full run stays under about 15 minutes: profiles of misses start only before this.
+PROFILE_BUDGET_MINUTES = 13.0
 
 
 @dataclass(frozen=True)
@@ -90,7 +92,7 @@ QUICK = Plan(
     p3_consoles=100,
     p3_rows=5,
     p3_rate=10,
-    p3s_consoles=100,
+    p3s_consoles=50,
     p3s_rate=50,
     p3s_seconds=1.0,
     p4_threads=1_000,
@@ -525,6 +527,14 @@ def pair_scenarios(
         )
         found["nominal_p99"] = p2_section(run, setup, measured)
         p1c_section(run, setup, measured)
+        capacity = found.get("capacity", math.inf)
+        if capacity < P2_RATE:
+            warning = (
+                f" This run's P1 had the product at {capacity:.0f} sends/s, under "
+                f"{P2_RATE}: here the figures are those of a saturated server."
+            )
+            for section in run.sections[-2:]:
+                section["note"] += warning
     if run.wants("P3"):
         p3_section(
             run,
@@ -676,6 +686,12 @@ def p7(
     windows = ", ".join(
         "∞" if p99 is None else f"{1000 * p99:.0f}" for _, p99 in figures["windows"]
     )
+    saturated = (
+        f" P2's {P2_RATE} sends/s were over the product's capacity in this run, so the nominal "
+        "p99 is a saturated server's and the recovery verdict says little."
+        if capacity < P2_RATE
+        else ""
+    )
     section["note"] = (
         f"Capacity is P1's product sends/s on this configuration in this run ({capacity:.0f}); "
         f"nominal is P2's product p99 here ({nominal:.0f} ms). Open loop; each send gets 5 s "
@@ -684,7 +700,7 @@ def p7(
         + f". PostgreSQL connections at peak: {watch.peak_database} to the product's database, "
         f"{watch.peak_total} in all, of max_connections {watch.max_connections}. After the "
         "drop, the p99 of send → Console frame per 1-s window of sends (a send without a "
-        f"delivered row counts as infinite), in ms: {windows}."
+        f"delivered row counts as infinite), in ms: {windows}.{saturated}"
     )
     run.raw["P7"] = {
         "config": config,
@@ -1228,35 +1244,43 @@ def services_phase(run: Run) -> dict[str, list[float]] | None:
 
 
 def profile_configs(run: Run) -> dict[str, dict[str, Any]]:
-    """Section key → the scenario to replay under py-spy, for a configuration's misses."""
+    """Section key → the scenario to replay under py-spy, in the order profiles are taken."""
     plan = run.plan
     p2 = {"scenario": "stream", "consoles": 1, "rate": P2_RATE, "duration": plan.p2_seconds}
+    p3 = {
+        "scenario": "stream",
+        "consoles": plan.p3_consoles,
+        "rate": plan.p3_rate,
+        "duration": plan.p3_rows / plan.p3_rate,
+    }
+    p3s = {
+        "scenario": "stream",
+        "consoles": plan.p3s_consoles,
+        "rate": plan.p3s_rate,
+        "duration": plan.p3s_seconds,
+    }
     configs: dict[str, dict[str, Any]] = {}
     for setup in (SQLITE, SERVICES):
         configs[f"P1 {setup}"] = p1_config(plan)
         configs[f"P1c {setup}"] = p2
         configs[f"P2 {setup}"] = p2
-        configs[f"P3 {setup}"] = {
-            "scenario": "stream",
-            "consoles": plan.p3_consoles,
-            "rate": plan.p3_rate,
-            "duration": plan.p3_rows / plan.p3_rate,
-        }
-        configs[f"P3 sustained {setup}"] = {
-            "scenario": "stream",
-            "consoles": plan.p3s_consoles,
-            "rate": plan.p3s_rate,
-            "duration": plan.p3s_seconds,
-        }
-    capacity = run.raw.get("P7", {}).get("config", {}).get("high", 0) / 2
-    if capacity:
-        configs["P7"] = p7_config(plan, capacity, seconds=plan.p7_seconds / 2)
+        if setup == SQLITE:
+            configs[f"P3 {setup}"] = p3
+            configs[f"P3 sustained {setup}"] = p3s
+            capacity = run.raw.get("P7", {}).get("config", {}).get("high", 0) / 2
+            if capacity:
+                configs["P7"] = p7_config(plan, capacity, seconds=plan.p7_seconds / 2)
+    configs[f"P3 {SERVICES}"] = p3
+    configs[f"P3 sustained {SERVICES}"] = p3s
     return configs
 
 
 def profiles(run: Run) -> None:
-    """Profile the product on each missed target that a server-side profile can explain."""
+    """Profile the product on each missed target that a server-side profile can explain; one
+    replay serves every missed target of the same scenario and configuration (P1c and P2).
+    No replay starts after PROFILE_BUDGET_MINUTES of the run; a miss left without says so."""
     missed = {s["key"] for s in run.sections if any(v["met"] is False for v in s["verdicts"])}
+    done: dict[str, str] = {}
     for key, config in profile_configs(run).items():
         if key not in missed:
             continue
@@ -1264,10 +1288,25 @@ def profiles(run: Run) -> None:
         where = run.profile_targets.get(setup)
         if where is None:
             continue
+        replay = f"{setup} {json.dumps(config, sort_keys=True)}"
+        if replay in done and done[replay] in run.raw.get("profiles", {}):
+            for section in run.sections:
+                if section["key"] == key:
+                    section["profile"] = run.raw["profiles"][done[replay]]
+            continue
+        if (time.monotonic() - run.began) / 60 > PROFILE_BUDGET_MINUTES:
+            run.log(f"no time left to profile {key}")
+            for section in run.sections:
+                if section["key"] == key:
+                    section["note"] = section.get("note", "") + (
+                        " No profile of this miss: the run had used its time for profiles."
+                    )
+            continue
         run.log(f"profiling {key}")
         if setup == SERVICES:
             proc.flush_redis()
         profile(run, where["database"](), key, config, **where["server"])
+        done[replay] = key
     if SERVICES in run.profile_targets:
         proc.flush_redis()
 
@@ -1289,13 +1328,17 @@ def main() -> None:
     parser.add_argument(
         "--only", help=f"comma-separated scenarios to run ({', '.join(SCENARIOS)}); default all"
     )
-    parser.add_argument("--no-profile", action="store_true", help="skip the profiles of misses")
+    parser.add_argument(
+        "--profile",
+        action=argparse.BooleanOptionalAction,
+        help="profile the misses (default: full run yes, quick run no)",
+    )
     parser.add_argument("--output", type=Path, help="write the Markdown here")
     args = parser.parse_args()
     only = selection(args.only)
     plan = QUICK if args.quick else FULL
-    if args.no_profile:
-        plan = replace(plan, profile=False)
+    if args.profile is not None:
+        plan = replace(plan, profile=args.profile)
     default = None if args.quick or only else proc.ROOT / "docs" / "benchmarks.md"
     output = args.output or default
     workdir = Path(tempfile.mkdtemp(prefix="mosaic-bench-"))
