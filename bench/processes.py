@@ -257,6 +257,7 @@ def product_server(
     runner: bool = False,
     backend: dict[str, str] | None = None,
     label: str = "product",
+    cpus: str = SERVER_CPUS,
 ) -> Process:
     human, tester = free_port(), free_port()
     while tester == human:
@@ -274,7 +275,7 @@ def product_server(
     argv = [sys.executable, "manage.py", "serve"]
     if not runner:
         argv.append("--no-runner")
-    argv = pinned(argv, SERVER_CPUS)
+    argv = pinned(argv, cpus)
     process = Process(label, argv, env, workdir / f"{label}.log", wait_ports=[human, tester])
     process.tester_port = tester  # type: ignore[attr-defined]
     return process

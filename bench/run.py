@@ -988,8 +988,12 @@ class Soak:
 
     def __init__(self, run: Run, template: Path) -> None:
         self.run = run
+        # On the load generators' CPU: the servers measured meanwhile keep theirs to themselves.
         self.server = proc.product_server(
-            run.workdir, run.sqlite_copy(template, "soak"), label="product-soak"
+            run.workdir,
+            run.sqlite_copy(template, "soak"),
+            label="product-soak",
+            cpus=proc.LOAD_CPUS,
         )
         self.samples: list[tuple[float, int]] = []
         self.stop = threading.Event()
@@ -1083,7 +1087,8 @@ class Soak:
             "RSS is the server process's (/proc VmRSS) before the Consoles open and 2 s after, "
             "on a freshly started server. The product's idle Consoles are thread streams of a "
             "thread with no traffic; the baseline's join its one group, with no sends. The "
-            "soak runs on a product server of its own, beside the rest of the run: the idle "
+            "soak runs on a product server of its own, beside the rest of the run (on the load "
+            "generators' CPU, so as not to share the measured servers'): the idle "
             "Consoles stay open, 10 trail Consoles follow 5 sends/s, and RSS is sampled every "
             "2 s; drift compares the median of the last fifth with the second fifth (the first "
             "fifth is warm-up)."
