@@ -1,9 +1,10 @@
-"""The load generator: its own process, open-loop on a fixed schedule.
+"""The load generator: its own process, open-loop on a fixed schedule (closed-loop for P1).
 
 `python -m bench.loadgen '<json config>'` runs one scenario against one server and prints its
-result as one JSON line. Send `i` is due at `start + i / rate` whatever happened to the sends
-before it, and every latency is measured from that scheduled time, so a stalled server shows as
-latency instead of as fewer requests (no coordinated omission).
+result as one JSON line. Open loop: send `i` is due at its scheduled time whatever happened to
+the sends before it, and every latency is measured from that time, so a stalled server shows as
+latency instead of as fewer requests (no coordinated omission). P1's closed loop keeps a fixed
+number of sends in flight instead, each sent as soon as the one before it was answered.
 
 The same scenarios drive the product (tester listener: no sign-in) and the baseline; only the
 paths and the frame format differ (`Target`).
