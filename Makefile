@@ -38,13 +38,14 @@ mutants: $(STAMP)
 mutation: $(STAMP)
 	$(PY) tests/mutation_run.py
 
-# Benchmarks beside a typical Channels app (docs/benchmarks.md): full run under 10 minutes,
-# rewriting that file; the quick run (SQLite, in-memory layer) under 90 seconds, printing only.
+# Benchmarks beside a typical Channels app (docs/benchmarks.md): full run under 15 minutes,
+# rewriting that file; the quick run (SQLite, in-memory layer) under 2 minutes, printing only.
+# BENCH_ARGS="--only P7" runs some scenarios alone (printing only).
 bench: $(STAMP)
-	$(PY) -m bench.run
+	$(PY) -m bench.run $(BENCH_ARGS)
 
 bench-quick: $(STAMP)
-	$(PY) -m bench.run --quick
+	$(PY) -m bench.run --quick $(BENCH_ARGS)
 
 # `check --deploy` on an example production configuration (README, Production).
 deploy-check: $(STAMP)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -17,6 +17,7 @@ from typing import Any
 class Answer:
     status: int
     body: bytes
+    headers: dict[str, str] = field(default_factory=dict)
 
     def json(self) -> Any:
         return json.loads(self.body)
@@ -54,6 +55,7 @@ class Connection:
         status = int(status_line.split()[1])
         length = None
         chunked = closing = False
+        received: dict[str, str] = {}
         while True:
             line = await self.reader.readline()
             if line in (b"\r\n", b"\n", b""):
@@ -61,6 +63,7 @@ class Connection:
             name, _, value = line.decode("latin-1").partition(":")
             name = name.strip().lower()
             value = value.strip()
+            received[name] = value
             if name == "content-length":
                 length = int(value)
             elif name == "transfer-encoding" and "chunked" in value.lower():
@@ -84,7 +87,7 @@ class Connection:
             closing = True
         if closing:
             self.close()
-        return Answer(status, data)
+        return Answer(status, data, received)
 
 
 class Pool:

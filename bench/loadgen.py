@@ -1,9 +1,10 @@
-"""The load generator: its own process, open-loop on a fixed schedule.
+"""The load generator: its own process, open-loop on a fixed schedule (closed-loop for P1).
 
 `python -m bench.loadgen '<json config>'` runs one scenario against one server and prints its
-result as one JSON line. Send `i` is due at `start + i / rate` whatever happened to the sends
-before it, and every latency is measured from that scheduled time, so a stalled server shows as
-latency instead of as fewer requests (no coordinated omission).
+result as one JSON line. Open loop: send `i` is due at its scheduled time whatever happened to
+the sends before it, and every latency is measured from that time, so a stalled server shows as
+latency instead of as fewer requests (no coordinated omission). P1's closed loop keeps a fixed
+number of sends in flight instead, each sent as soon as the one before it was answered.
 
 The same scenarios drive the product (tester listener: no sign-in) and the baseline; only the
 paths and the frame format differ (`Target`).
@@ -23,6 +24,7 @@ from typing import Any
 import websockets.exceptions
 from websockets.asyncio.client import ClientConnection, connect
 
+from bench.cpu import tree_cpu_seconds
 from bench.httpclient import Pool
 from bench.stats import summary
 
@@ -156,14 +158,21 @@ async def open_consoles(
 
 async def open_loop(
     rate: float, count: int, action: Any, window: float | None = None
-) -> tuple[float, list[tuple[int, float, float, int]]]:
+) -> tuple[float, list[tuple[int, float, float, Any]]]:
     """Start `action(i)` at `start + i / rate`; each answer is (i, scheduled, done, status).
 
     With `window`, whatever has not answered `window` seconds after the start is cancelled:
     a server offered more than it can take is measured by what it completed in the window.
     """
+    return await open_loop_at([index / rate for index in range(count)], action, window)
+
+
+async def open_loop_at(
+    offsets: list[float], action: Any, window: float | None = None
+) -> tuple[float, list[tuple[int, float, float, Any]]]:
+    """Start `action(i)` at `start + offsets[i]`, whatever became of the earlier ones."""
     start = time.perf_counter() + 0.05
-    results: list[tuple[int, float, float, int]] = []
+    results: list[tuple[int, float, float, Any]] = []
 
     async def one(index: int, due: float) -> None:
         try:
@@ -175,8 +184,8 @@ async def open_loop(
         results.append((index, due, time.perf_counter(), status))
 
     async def schedule() -> None:
-        for index in range(count):
-            due = start + index / rate
+        for index, offset in enumerate(offsets):
+            due = start + offset
             delay = due - time.perf_counter()
             if delay > 0:
                 await asyncio.sleep(delay)
@@ -232,6 +241,42 @@ async def sends(config: dict[str, Any], target: Target) -> dict[str, Any]:
     return send_figures(start, results, window)
 
 
+async def closed(config: dict[str, Any], target: Target) -> dict[str, Any]:
+    """P1: `concurrency` senders, each sending again as soon as its answer came, for `window`
+    seconds; sends/s is what was answered 2xx within the window (the rest is cancelled)."""
+    concurrency = config.get("concurrency", 8)
+    pool = target.pool(concurrency)
+    run = config["run"]
+    window = config["window"]
+    await pool.warm()
+    results: list[tuple[int, float, float, int]] = []
+    counter = iter(range(10**9))
+
+    async def sender() -> None:
+        while True:
+            index = next(counter)
+            began = time.perf_counter()
+            try:
+                answer = await pool.post(target.send_path(index), {"body": f"bench {run} {index}"})
+                status = answer.status
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                status = -1
+            results.append((index, began, time.perf_counter(), status))
+
+    start = time.perf_counter()
+    senders = [asyncio.create_task(sender()) for _ in range(concurrency)]
+    await asyncio.sleep(window)
+    for task in senders:
+        task.cancel()
+    await asyncio.gather(*senders, return_exceptions=True)
+    pool.close()
+    figures = send_figures(start, results, window)
+    figures["concurrency"] = concurrency
+    return figures
+
+
 async def stream(config: dict[str, Any], target: Target) -> list[dict[str, Any]]:
     """P2, P3 and the soak: sends at a fixed rate, read back at `consoles` open sockets.
 
@@ -261,6 +306,8 @@ async def one_burst(
         return (await pool.post(target.send_path(index), body)).status
 
     count = int(config["rate"] * config["duration"])
+    cpu_pid = config.get("cpu_pid")
+    cpu_before = tree_cpu_seconds(cpu_pid) if cpu_pid else None
     start, results = await open_loop(config["rate"], count, action)
     due_at = {offset + r[0]: r[1] for r in results}
     sent_ok = {offset + r[0] for r in results if 200 <= r[3] < 300}
@@ -270,6 +317,8 @@ async def one_burst(
         if all(sent_ok <= c.arrivals.keys() for c in consoles):
             break
         await asyncio.sleep(0.05)
+    # P1c: the server's CPU over the burst, until its rows had reached every Console.
+    cpu = tree_cpu_seconds(cpu_pid) - cpu_before if cpu_pid and cpu_before is not None else None
     delivery: list[float] = []
     last: list[float] = []
     for index in sent_ok:
@@ -290,10 +339,75 @@ async def one_burst(
         "out_of_order": sum(c.out_of_order for c in consoles),
         "closed_early": sum(1 for c in consoles if c.closed_code is not None),
         "connect_retries": sum(c.retries for c in consoles),
+        "cpu_seconds": cpu,
+        "cpu_per_send": cpu / len(sent_ok) if cpu is not None and sent_ok else None,
     }
     for console in consoles:
         console.duplicates = console.out_of_order = 0
     return figures
+
+
+async def overload(config: dict[str, Any], target: Target) -> dict[str, Any]:
+    """P7: open-loop at `high` sends/s for `high_seconds`, then at `low` for `low_seconds`, with
+    one trail Console open throughout. Every send gets `deadline` seconds to be answered; the
+    result is one record per send (see `bench.overload`), times relative to the start."""
+    deadline = config.get("deadline", 5.0)
+    high, low = config["high"], config["low"]
+    offsets = [i / high for i in range(int(high * config["high_seconds"]))]
+    drop = config["high_seconds"]
+    offsets += [drop + i / low for i in range(int(low * config["low_seconds"]))]
+    # Enough connections that the client never holds a send back: every send may wait out
+    # its deadline, so as many as can be in flight at the high rate.
+    pool = target.pool(min(2000, int(high * deadline) + 16))
+    run = config["run"]
+    (console,) = await open_consoles(target, pool, 1, run)
+    await asyncio.sleep(0.5)
+
+    async def action(index: int) -> tuple[int, bool, str | None]:
+        body = {"body": f"bench {run} {index}"}
+        try:
+            async with asyncio.timeout(deadline):
+                answer = await pool.post(target.send_path(index), body)
+        except TimeoutError:
+            return -2, False, None
+        error = None
+        if answer.status >= 400:
+            try:
+                error = answer.json().get("error")
+            except ValueError:
+                error = None
+        return answer.status, "retry-after" in answer.headers, error
+
+    start, results = await open_loop_at(offsets, action)
+    ok = {r[0] for r in results if isinstance(r[3], tuple) and 200 <= r[3][0] < 300}
+    drain_until = time.perf_counter() + config.get("drain", 5.0)
+    while time.perf_counter() < drain_until and not ok <= console.arrivals.keys():
+        await asyncio.sleep(0.05)
+    closed_early = console.closed_code
+    await console.close()
+    pool.close()
+    records = []
+    for index, due, done, answer in sorted(results):
+        status, retry_after, error = answer if isinstance(answer, tuple) else (-1, False, None)
+        arrived = console.arrivals.get(index)
+        records.append(
+            (
+                due - start,
+                None if status == -2 else done - start,
+                status,
+                retry_after,
+                error,
+                None if arrived is None else arrived - start,
+            )
+        )
+    return {
+        "records": records,
+        "drop_at": drop,
+        "end": drop + config["low_seconds"],
+        "console_closed": closed_early,
+        "duplicates": console.duplicates,
+        "connect_retries": console.retries,
+    }
 
 
 async def reads(config: dict[str, Any], target: Target) -> dict[str, Any]:
@@ -371,7 +485,15 @@ async def idle(config: dict[str, Any], target: Target) -> dict[str, Any]:
     }
 
 
-SCENARIOS = {"sends": sends, "stream": stream, "reads": reads, "replies": replies, "idle": idle}
+SCENARIOS = {
+    "sends": sends,
+    "closed": closed,
+    "overload": overload,
+    "stream": stream,
+    "reads": reads,
+    "replies": replies,
+    "idle": idle,
+}
 
 
 def main() -> None:

@@ -25,7 +25,13 @@ ROOT = Path(__file__).resolve().parent.parent
 PASSWORD = "bench-demo-password"
 START_SECONDS = 60.0
 PG_ADMIN = "postgres://postgres@127.0.0.1:5432/postgres"
-REDIS_BENCH_URL = "redis://127.0.0.1:6379/1"
+# The benchmarks' own Redis database, emptied before and after its phase.
+REDIS_BENCH_URL = os.environ.get("MOSAIC_BENCH_REDIS_URL", "redis://127.0.0.1:6379/1")
+# Servers on one core, load generators on another, so that neither takes the other's CPU
+# (and a server's CPU per send is its own); off with MOSAIC_BENCH_PIN=0 or on one core.
+PIN = os.environ.get("MOSAIC_BENCH_PIN", "1") != "0" and (os.cpu_count() or 1) >= 2
+SERVER_CPUS = "0"
+LOAD_CPUS = "1"
 # Variables of the surrounding environment that would point a server somewhere else.
 CLEARED = (
     "DATABASE_URL",
@@ -37,6 +43,12 @@ CLEARED = (
     "DJANGO_SETTINGS_MODULE",
     "MOSAIC_ASSISTANT_BACKEND",
 )
+
+
+def pinned(argv: list[str], cpus: str) -> list[str]:
+    """`argv` run on `cpus` (taskset execs it: the pid is the program's own)."""
+    taskset = shutil.which("taskset")
+    return [taskset, "-c", cpus, *argv] if PIN and taskset else argv
 
 
 def free_port() -> int:
@@ -98,7 +110,7 @@ def drop_pg(name: str) -> None:
 
 
 def flush_redis() -> None:
-    """Empty the benchmarks' own Redis database (index 1), nobody else's."""
+    """Empty the benchmarks' own Redis database (`MOSAIC_BENCH_REDIS_URL`), nobody else's."""
     import redis
 
     client = redis.Redis.from_url(REDIS_BENCH_URL)
@@ -245,6 +257,7 @@ def product_server(
     runner: bool = False,
     backend: dict[str, str] | None = None,
     label: str = "product",
+    cpus: str = SERVER_CPUS,
 ) -> Process:
     human, tester = free_port(), free_port()
     while tester == human:
@@ -262,6 +275,7 @@ def product_server(
     argv = [sys.executable, "manage.py", "serve"]
     if not runner:
         argv.append("--no-runner")
+    argv = pinned(argv, cpus)
     process = Process(label, argv, env, workdir / f"{label}.log", wait_ports=[human, tester])
     process.tester_port = tester  # type: ignore[attr-defined]
     return process
@@ -283,6 +297,7 @@ def baseline_server(
         str(port),
         "bench.baseline.asgi:application",
     ]
+    argv = pinned(argv, SERVER_CPUS)
     process = Process(label, argv, env, workdir / f"{label}.log", wait_ports=[port])
     process.tester_port = port  # type: ignore[attr-defined]
     return process
@@ -309,10 +324,14 @@ def fake_model(workdir: Path, delay: float) -> Process:
 # --- the load generator ---------------------------------------------------------------------
 
 
+def load_argv(config: dict[str, Any]) -> list[str]:
+    return pinned([sys.executable, "-m", "bench.loadgen", json.dumps(config)], LOAD_CPUS)
+
+
 def load(config: dict[str, Any], timeout: float = 300.0) -> dict[str, Any]:
     """Run one scenario in its own process and return its result."""
     done = subprocess.run(
-        [sys.executable, "-m", "bench.loadgen", json.dumps(config)],
+        load_argv(config),
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -330,7 +349,7 @@ class HeldLoad:
 
     def __init__(self, config: dict[str, Any]) -> None:
         self.popen = subprocess.Popen(
-            [sys.executable, "-m", "bench.loadgen", json.dumps(config)],
+            load_argv(config),
             cwd=ROOT,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,

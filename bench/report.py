@@ -61,8 +61,10 @@ def render(
         "",
         "Written by `make bench` (`python -m bench.run`); every full run rewrites this file. "
         "`make bench-quick` prints the same tables for SQLite and the in-memory layer only, "
-        "with shorter windows and a 20-second soak, and writes nothing. How the figures are "
-        "made is in `bench/` (see its docstrings); the targets are issue 7's.",
+        "with shorter windows and a 20-second soak, and writes nothing; `python -m bench.run "
+        "--only P7` (or `make bench BENCH_ARGS='--only P7'`) runs some scenarios alone. How "
+        "the figures are made is in `bench/` (see its docstrings); P1–P4 and P7 have the "
+        "performance issue's targets, P5 and P6 issue 7's.",
         "",
         f"Run at {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.",
         "",
@@ -75,14 +77,16 @@ def render(
         *(f"| {key} | {value} |" for key, value in configuration.items() if key != "plan"),
         "",
         "The machine is shared and noisy: figures vary about ±15% between runs. Product and "
-        "baseline are measured in the same run (alternately for P1; one after the other for "
-        "P2 and P3, each with its Consoles open throughout), and each figure is the median of "
-        "its repeats (for latencies, the median of each repeat's percentile); n is the samples "
-        "of one repeat. Load comes from its own process, open-loop: each send is due at a "
-        "fixed time and its latency counts from then. The product runs as `make run` runs it "
-        "(`manage.py serve`: daphne, both listeners), with `--no-runner` except for P5 so "
-        "that, like the baseline, it does only the sending; load goes to the tester listener, "
-        "which needs no sign-in, and Consoles read the tester's trail.",
+        "baseline are measured in the same run on the same configuration (alternately for P1; "
+        "one after the other for P2 and P3, each with its Consoles open throughout), and each "
+        "figure is the median of its repeats (for latencies, the median of each repeat's "
+        "percentile); n is the samples of one repeat. Servers run on one CPU and the load "
+        "generator, a process of its own, on the other. P1 is closed-loop; every other load "
+        "is open-loop: each send is due at a fixed time and its latency counts from then. The "
+        "product runs as `make run` runs it (`manage.py serve`: daphne, both listeners), with "
+        "`--no-runner` except for P5 so that, like the baseline, it does only the sending; "
+        "load goes to the tester listener, which needs no sign-in, and Consoles read the "
+        "tester's trail.",
         "",
         "## Summary",
         "",
