@@ -74,7 +74,7 @@ def list_threads(
     """R3: only `owner(actor)`'s threads. The human's list leaves tester threads out entirely."""
     threads = Thread.objects.filter(
         project__business_id=actor.business_id, owner=policy.owner(actor)
-    ).select_related("project", "instance")
+    ).select_related("instance")
     if project_id is not None:
         threads = threads.filter(project_id=project_id)
     if query:
