@@ -130,7 +130,7 @@ CSRF_FAILURE_VIEW = "chat.views.csrf_failure"
 
 REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "chat.errors.exception_handler",
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["chat.api.parsers.JSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     # Views get their authentication and gates from the listener that serves them.
     "DEFAULT_AUTHENTICATION_CLASSES": [],
