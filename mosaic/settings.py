@@ -99,6 +99,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # First: every later middleware and the resolver work on the listener's own urlconf.
     "mosaic.middleware.ListenerMiddleware",
+    # L4 on every tester route, before CSRF: a write there is a chat write or `tester-refused`.
+    "tester.middleware.TesterFenceMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
