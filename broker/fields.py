@@ -45,15 +45,17 @@ def _shows_nothing(value: str) -> bool:
 
 
 def clean_text(value: object, *, what: str) -> str:
-    """Any text a caller hands in — a name, a body, a username to look up: a string that UTF-8
-    can carry. A lone surrogate ("\\ud800", or an undecodable byte of a command line) can be
-    neither stored nor printed."""
+    """Any text a caller hands in — a name, a body, a username to look up: a string that every
+    database can store and UTF-8 can carry. A lone surrogate ("\\ud800", or an undecodable byte
+    of a command line) can be neither stored nor printed; PostgreSQL refuses NUL in text."""
     if not isinstance(value, str):
         raise Refusal(refusals.INVALID, f"The {what} must be a string.")
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
         raise Refusal(refusals.INVALID, f"The {what} must not contain lone surrogates.") from None
+    if "\x00" in value:
+        raise Refusal(refusals.INVALID, f"The {what} must not contain NUL characters.")
     return value
 
 
@@ -74,16 +76,14 @@ def clean_name(value: object, *, what: str) -> str:
 
 
 def clean_body(value: object) -> str:
-    """A message body: 1 to MOSAIC_BODY_MAX characters, something visible among them (line
-    breaks and right-to-left text allowed)."""
+    """A message body: 1 to MOSAIC_BODY_MAX characters, something visible among them, no NUL
+    (line breaks and right-to-left text allowed)."""
     text = clean_text(value, what="message body")
     limit: int = settings.MOSAIC_BODY_MAX
     if len(text) > limit:
         raise Refusal(refusals.INVALID, f"The message body must be at most {limit} characters.")
     if _shows_nothing(text):
         raise Refusal(refusals.INVALID, "The message body must not be empty or invisible.")
-    if "\x00" in text:
-        raise Refusal(refusals.INVALID, "The message body must not contain NUL characters.")
     return text
 
 

@@ -445,8 +445,9 @@ def test_project_create_and_projects_list_both_sides(business: Business) -> None
 
 # --- hostile input ----------------------------------------------------------------------
 
-# An undecodable byte of a command line reaches Python as a lone surrogate ("\udcff").
-SURROGATE_ARGS = [
+# An undecodable byte of a command line reaches Python as a lone surrogate ("\udcff");
+# PostgreSQL stores no NUL.
+UNSTORABLE_ARGS = [
     ("project", "create", "--name", "a\ud800"),
     ("project", "create", "--name", "\udcff", "--tester"),
     ("thread", "create", "--project", "product", "--name", "x\udcff"),
@@ -454,11 +455,15 @@ SURROGATE_ARGS = [
     ("thread", "create", "--project", "\ud800", "--name", "x"),
     ("threads", "--user", "\udcff"),
     ("threads", "--tester", "--business", "\udcff"),
+    ("threads", "--user", "ada\x00"),
+    ("thread", "create", "--project", "product", "--name", "x", "--instance", "a\x00"),
 ]
 
 
-@pytest.mark.parametrize("args", SURROGATE_ARGS)
-def test_cli_lone_surrogate_in_an_option_refuses_invalid(product: Project, args: tuple) -> None:
+@pytest.mark.parametrize("args", UNSTORABLE_ARGS)
+def test_cli_lone_surrogate_or_nul_in_an_option_refuses_invalid(
+    product: Project, args: tuple
+) -> None:
     """Once a UnicodeEncodeError traceback; now `invalid`, exit 2, nothing stored."""
     assert refused(*args) == (2, refusals.INVALID)
     assert (Project.objects.count(), Thread.objects.count()) == (1, 0)
