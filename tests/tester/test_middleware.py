@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from tester.gates import TESTER_WRITE_ROUTES
+import pytest
+from django.urls import resolve
+from rest_framework.request import Request
+from rest_framework.test import APIRequestFactory
+
+from tester.gates import TESTER_WRITE_ROUTES, TesterFence
 from tests.listener_routes import routes
 from tests.listeners import TESTER, ListenerClient
 
@@ -39,3 +44,26 @@ def test_fence_write_to_a_path_that_is_no_route_here_is_not_found(
     assert {path: (r.status_code, r.json()["error"]) for path, r in answers.items()} == (
         dict.fromkeys(answers, (404, "not-found"))
     )
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "admitted"),
+    [
+        ("POST", "/api/chat/projects", True),
+        ("POST", "/api/chat/threads/1/open", True),
+        ("GET", "/api/trail", True),
+        ("HEAD", "/api/schema", True),
+        ("POST", "/api/trail", False),
+        ("POST", "/api/schema", False),
+        ("PUT", "/api/chat/projects", False),
+        ("DELETE", "/api/chat/stop", False),
+        ("POST", None, False),
+    ],
+)
+def test_fence_permission_behind_the_middleware_decides_alone(
+    method: str, path: str | None, admitted: bool
+) -> None:
+    """The DRF gate on the API views holds L4 by itself too (defence in depth)."""
+    request = Request(APIRequestFactory().generic(method, path or "/nowhere"))
+    request._request.resolver_match = resolve(path, urlconf="tester.urls") if path else None
+    assert TesterFence().has_permission(request, view=None) is admitted
