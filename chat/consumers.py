@@ -25,11 +25,12 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
-from broker import events, refusals, selectors
+from broker import events, fields, refusals, selectors
 from broker.access import access_human_actor, access_tester_actor
 from broker.actors import Actor
 from broker.refusals import Refusal
 from chat.api import shapes
+from chat.api.parsers import load_json
 from chat.errors import close_code
 from chat.shared_reads import Frames, SharedReads, tick
 
@@ -64,9 +65,9 @@ def cursor(scope: dict[str, Any]) -> int:
     from urllib.parse import parse_qs
 
     values = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("after", ["0"])
-    if len(values) != 1 or not values[0].isdigit() or len(values[0]) > 18:
+    if len(values) != 1:
         raise Refusal(refusals.INVALID, "after must be one non-negative id.")
-    return int(values[0])
+    return fields.parse_id(values[0], what="after cursor")
 
 
 class StreamConsumer(AsyncWebsocketConsumer):
@@ -216,7 +217,7 @@ class StreamConsumer(AsyncWebsocketConsumer):
             await self.error(refusals.TOO_LARGE, f"Frames are at most {FRAME_MAX} characters.")
             return
         try:
-            frame = json.loads(text_data)
+            frame = load_json(text_data)
         except ValueError:
             await self.error(refusals.INVALID, "The frame is not JSON.")
             return

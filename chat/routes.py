@@ -11,13 +11,14 @@ from typing import Any
 
 from django.urls import URLPattern, path, register_converter
 
+from broker.fields import ID_DIGITS
 from chat.api import chat
 
 
 class IdConverter:
     """A row id in a path: 1 to 18 digits, so it always fits the database's integers."""
 
-    regex = "[0-9]{1,18}"
+    regex = ID_DIGITS
 
     def to_python(self, value: str) -> int:
         return int(value)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import wraps
 from typing import Any
 
 from django.conf import settings
@@ -10,7 +12,9 @@ from django.shortcuts import render
 from django.views.decorators.csrf import ensure_csrf_cookie
 
 from broker import refusals
-from chat.errors import error_response
+from chat.errors import METHOD_NOT_ALLOWED, error_response
+
+PAGE_METHODS = ("GET", "HEAD")
 
 
 def not_found(request: HttpRequest, exception: Exception | None = None) -> JsonResponse:
@@ -30,6 +34,22 @@ def csrf_failure(request: HttpRequest, reason: str = "") -> JsonResponse:
     return error_response(refusals.CSRF_FAILED, f"CSRF check failed: {reason}")
 
 
+def page(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """A page is read, never written to: other methods are 405 `method-not-allowed`, JSON like
+    every refusal (Django's own answer would be an empty HTML 405)."""
+
+    @wraps(view)
+    def read_only(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if request.method not in PAGE_METHODS:
+            response = error_response(METHOD_NOT_ALLOWED, f"{request.method} is not served here.")
+            response["Allow"] = ", ".join(PAGE_METHODS)
+            return response
+        return view(request, *args, **kwargs)
+
+    return read_only
+
+
+@page
 @ensure_csrf_cookie
 def console(request: HttpRequest) -> HttpResponse:
     """The Console page of the listener it is served on; its data comes from the chat API."""

@@ -264,6 +264,23 @@ def websocket_routes(listener: str) -> ASGIApp:
     )
 
 
+def static_files(app: ASGIApp) -> ASGIApp:
+    """Django's static files in front of `app`, where a path that leaves the static directories
+    (`/static/../x`) is `not-found` like any missing file, not a SuspiciousFileOperation 500."""
+    from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
+    from django.core.exceptions import SuspiciousOperation
+    from django.http import Http404
+
+    class StaticFiles(ASGIStaticFilesHandler):
+        def serve(self, request: Any) -> Any:
+            try:
+                return super().serve(request)
+            except SuspiciousOperation as error:
+                raise Http404("No such file.") from error
+
+    return StaticFiles(app)  # type: ignore[no-any-return]
+
+
 def human_origins() -> list[str]:
     return list(settings.MOSAIC_HUMAN_ORIGINS)
 
@@ -277,13 +294,12 @@ def build_human_application(django_http: ASGIApp) -> ASGIApp:
     the session's user)."""
     from channels.auth import AuthMiddlewareStack
     from channels.routing import ProtocolTypeRouter
-    from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 
     return delivering_pushes(
         refuse_tester_header(
             ProtocolTypeRouter(
                 {
-                    "http": named("human", capped_body(ASGIStaticFilesHandler(django_http))),
+                    "http": named("human", capped_body(static_files(django_http))),
                     "websocket": unavailable_closes(
                         named(
                             "human",
@@ -319,13 +335,12 @@ def plain_http_handler(workers: Workers) -> ASGIApp:
 def build_tester_application(django_http: ASGIApp) -> ASGIApp:
     """The tester listener: L8 first, then HTTP and WebSockets (L7); no session is read."""
     from channels.routing import ProtocolTypeRouter
-    from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 
     return delivering_pushes(
         tester_host_only(
             ProtocolTypeRouter(
                 {
-                    "http": named("tester", capped_body(ASGIStaticFilesHandler(django_http))),
+                    "http": named("tester", capped_body(static_files(django_http))),
                     "websocket": unavailable_closes(
                         named(
                             "tester",

@@ -106,6 +106,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # First: every later middleware and the resolver work on the listener's own urlconf.
     "mosaic.middleware.ListenerMiddleware",
+    # L4 on every tester route, before CSRF: a write there is a chat write or `tester-refused`.
+    "tester.middleware.TesterFenceMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -137,7 +139,7 @@ CSRF_FAILURE_VIEW = "chat.views.csrf_failure"
 
 REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "chat.errors.exception_handler",
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["chat.api.parsers.JSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     # Views get their authentication and gates from the listener that serves them.
     "DEFAULT_AUTHENTICATION_CLASSES": [],

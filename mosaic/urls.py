@@ -3,13 +3,13 @@
 from django.contrib import admin
 from django.urls import path
 from django.views.generic import TemplateView
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from chat.api.auth import LoginView, LogoutView
 from chat.api.chat import InboxView
+from chat.api.schema_views import DocsView, SchemaView
 from chat.gates import HUMAN_AUTHENTICATION, HUMAN_GATES, SIGN_IN_GATES
 from chat.routes import api_routes, bind
-from chat.views import console
+from chat.views import console, page
 
 handler400 = "chat.views.bad_request"
 handler404 = "chat.views.not_found"
@@ -26,9 +26,9 @@ urlpatterns = [
         authentication=HUMAN_AUTHENTICATION,
         gates=HUMAN_GATES,
     ),
-    path("api/schema", SpectacularAPIView.as_view(urlconf="mosaic.urls"), name="schema"),
-    path("api/docs", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
-    path("signin", TemplateView.as_view(template_name="signin.html"), name="signin"),
+    path("api/schema", SchemaView.as_view(urlconf="mosaic.urls"), name="schema"),
+    path("api/docs", DocsView.as_view(url_name="schema"), name="api-docs"),
+    path("signin", page(TemplateView.as_view(template_name="signin.html")), name="signin"),
     path("admin/", admin.site.urls),
     path("", console, name="console"),
 ]

@@ -11,7 +11,7 @@ from typing import Any
 
 from django.conf import settings
 from rest_framework.authentication import BaseAuthentication
-from rest_framework.permissions import BasePermission
+from rest_framework.permissions import SAFE_METHODS, BasePermission
 from rest_framework.request import Request
 
 from broker import refusals
@@ -63,9 +63,12 @@ class TesterFence(BasePermission):
 
     def has_permission(self, request: Request, view: Any) -> bool:
         match = request.resolver_match
-        return not is_write(request) or (
-            request.method == "POST" and match is not None and match.url_name in TESTER_WRITE_ROUTES
-        )
+        return fence_admits(request.method or "", match.url_name if match is not None else None)
+
+
+def fence_admits(method: str, url_name: str | None) -> bool:
+    """L4: reads pass; a write is a POST to an allow-listed route, exactly."""
+    return method in SAFE_METHODS or (method == "POST" and url_name in TESTER_WRITE_ROUTES)
 
 
 def _normalised(name: str) -> str:

@@ -5,8 +5,8 @@ tester (L5). What is absent answers 404 `not-found`.
 """
 
 from django.urls import path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from chat.api.schema_views import DocsView, SchemaView
 from chat.routes import api_routes
 from chat.views import console
 from tester.gates import TESTER_AUTHENTICATION, TESTER_GATES
@@ -17,7 +17,7 @@ handler500 = "chat.views.server_error"
 
 urlpatterns = [
     *api_routes(authentication=TESTER_AUTHENTICATION, gates=TESTER_GATES),
-    path("api/schema", SpectacularAPIView.as_view(urlconf="tester.urls"), name="schema"),
-    path("api/docs", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    path("api/schema", SchemaView.as_view(urlconf="tester.urls"), name="schema"),
+    path("api/docs", DocsView.as_view(url_name="schema"), name="api-docs"),
     path("", console, name="console"),
 ]

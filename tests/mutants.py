@@ -158,11 +158,11 @@ MUTANTS = (
         "tester/gates.py",
         (
             (
-                'return not is_write(request) or (\n            request.method == "POST" and match is not None and match.url_name in TESTER_WRITE_ROUTES\n        )',
+                'return method in SAFE_METHODS or (method == "POST" and url_name in TESTER_WRITE_ROUTES)',
                 "return True",
             ),
         ),
-        suspects=("tests/tester/test_fence.py",),
+        suspects=("tests/tester/test_fence.py", "tests/tester/test_middleware.py"),
     ),
     Mutant(
         "M13",

@@ -15,7 +15,15 @@ from broker import actions, selectors
 from chat.api import shapes
 from chat.api.base import ChatView
 from chat.api.docs import ERRORS, LIST_PARAMETERS
-from chat.api.inputs import ListQuery, StrictId, StrictInput, StrictString, list_query, parse
+from chat.api.inputs import (
+    ListQuery,
+    QueryNumber,
+    StrictId,
+    StrictInput,
+    StrictString,
+    list_query,
+    parse,
+)
 
 
 class ProjectsView(ChatView):
@@ -57,7 +65,7 @@ class ThreadsView(ChatView):
     """The actor's own threads (R3), and new ones (R2)."""
 
     class ThreadListQuery(ListQuery):
-        project = serializers.IntegerField(required=False, min_value=1, max_value=2**63 - 1)
+        project = QueryNumber(required=False, min_value=1)
         q = serializers.CharField(required=False, max_length=200)
 
     class ThreadCreateInput(StrictInput):

@@ -5,6 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from rest_framework import serializers
+from rest_framework.validators import ProhibitSurrogateCharactersValidator
+
+from broker import fields
+from broker.refusals import Refusal
 
 
 class StrictInput(serializers.Serializer[Any]):
@@ -20,17 +24,27 @@ class StrictInput(serializers.Serializer[Any]):
 
 
 class StrictString(serializers.CharField):
-    """A JSON string; limits and content rules are the broker's (`broker.fields`)."""
+    """A JSON string that UTF-8 can carry (`broker.fields.clean_text`, the one place that rule
+    lives, for every transport); limits and content rules are the broker's too."""
 
     def __init__(self, **kwargs: Any) -> None:
         kwargs.setdefault("trim_whitespace", False)
         kwargs.setdefault("allow_blank", True)
         super().__init__(**kwargs)
+        # DRF's own copy of the surrogate rule; the broker's applies instead.
+        self.validators = [
+            validator
+            for validator in self.validators
+            if not isinstance(validator, ProhibitSurrogateCharactersValidator)
+        ]
 
     def to_internal_value(self, data: Any) -> str:
         if not isinstance(data, str):
             self.fail("invalid")
-        return data
+        try:
+            return fields.clean_text(data, what=self.field_name)
+        except Refusal as refusal:
+            raise serializers.ValidationError(refusal.detail) from None
 
 
 class StrictId(serializers.IntegerField):
@@ -47,6 +61,17 @@ class StrictId(serializers.IntegerField):
         return int(super().to_internal_value(data))
 
 
+class QueryNumber(serializers.IntegerField):
+    """A number in a query string: ASCII digits only (`broker.fields.parse_id`), where DRF's
+    own field would also take "٣", "1_0" or "1.0"."""
+
+    def to_internal_value(self, data: Any) -> int:
+        try:
+            return fields.parse_id(data, what=self.field_name)
+        except Refusal:
+            self.fail("invalid")
+
+
 def parse(serializer_class: type[StrictInput], data: Any) -> dict[str, Any]:
     serializer = serializer_class(data=data)
     serializer.is_valid(raise_exception=True)
@@ -56,9 +81,9 @@ def parse(serializer_class: type[StrictInput], data: Any) -> dict[str, Any]:
 class ListQuery(StrictInput):
     """`limit` and one cursor (SPEC §6); the broker checks ranges and that only one is given."""
 
-    limit = serializers.IntegerField(required=False, min_value=1, max_value=500)
-    after = serializers.IntegerField(required=False, min_value=0, max_value=2**63 - 1)
-    before = serializers.IntegerField(required=False, min_value=0, max_value=2**63 - 1)
+    limit = QueryNumber(required=False, min_value=1, max_value=500)
+    after = QueryNumber(required=False, min_value=0)
+    before = QueryNumber(required=False, min_value=0)
 
 
 def list_query(request: Any, serializer_class: type[StrictInput] = ListQuery) -> dict[str, Any]:

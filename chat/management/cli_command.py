@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import InterfaceError, OperationalError
 
+from broker import fields
 from broker.actors import Actor
 from broker.refusals import Refusal
 from chat.management.cli_actor import actor_from_options, add_actor_arguments
@@ -14,6 +16,15 @@ from chat.management.cli_format import to_json
 
 # Exit status of a command the broker refused; usage errors keep Django's 1.
 REFUSED = 2
+
+
+def id_argument(text: str) -> int:
+    """An id on the command line, read as every transport reads one (`broker.fields.parse_id`):
+    ASCII digits only. A malformed id is a usage error, as argparse makes any bad value."""
+    try:
+        return fields.parse_id(text, what="id")
+    except Refusal as refusal:
+        raise argparse.ArgumentTypeError(f"{refusal.code}: {refusal.detail}") from None
 
 
 def add_common_arguments(parser: CommandParser) -> None:
@@ -33,6 +44,11 @@ class BrokerCommand(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
+            # A command line can carry what no transport stores or prints: an undecodable byte
+            # arrives as a lone surrogate. Every text option is held to the broker's rule.
+            for name, value in options.items():
+                if isinstance(value, str):
+                    fields.clean_text(value, what=name.replace("_", "-"))
             self.handle_as(actor_from_options(options), **options)
         except Refusal as refusal:
             # `code: detail`, as every transport answers a refusal.

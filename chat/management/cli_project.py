@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from broker import refusals, selectors
+from broker import fields, refusals, selectors
 from broker.actors import Actor
 from broker.models import Project
 from broker.refusals import Refusal
@@ -23,7 +23,11 @@ def project_named(actor: Actor, value: str) -> Project:
     for project in projects:
         if project.name == value:
             return project
+    try:
+        wanted = fields.parse_id(value, what="project")
+    except Refusal:
+        wanted = None
     for project in projects:
-        if value.isdigit() and project.pk == int(value):
+        if project.pk == wanted:
             return project
     raise Refusal(refusals.NOT_FOUND, f"No project named {value!r}.")

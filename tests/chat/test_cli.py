@@ -443,6 +443,85 @@ def test_project_create_and_projects_list_both_sides(business: Business) -> None
     assert refused("project", "create", "--name", "tests") == (2, refusals.PROJECT_EXISTS)
 
 
+# --- hostile input ----------------------------------------------------------------------
+
+# An undecodable byte of a command line reaches Python as a lone surrogate ("\udcff");
+# PostgreSQL stores no NUL.
+UNSTORABLE_ARGS = [
+    ("project", "create", "--name", "a\ud800"),
+    ("project", "create", "--name", "\udcff", "--tester"),
+    ("thread", "create", "--project", "product", "--name", "x\udcff"),
+    ("thread", "create", "--project", "product", "--name", "x", "--instance", "\ud800"),
+    ("thread", "create", "--project", "\ud800", "--name", "x"),
+    ("threads", "--user", "\udcff"),
+    ("threads", "--tester", "--business", "\udcff"),
+    ("threads", "--user", "ada\x00"),
+    ("thread", "create", "--project", "product", "--name", "x", "--instance", "a\x00"),
+]
+
+
+@pytest.mark.parametrize("args", UNSTORABLE_ARGS)
+def test_cli_lone_surrogate_or_nul_in_an_option_refuses_invalid(
+    product: Project, args: tuple
+) -> None:
+    """Once a UnicodeEncodeError traceback; now `invalid`, exit 2, nothing stored."""
+    assert refused(*args) == (2, refusals.INVALID)
+    assert (Project.objects.count(), Thread.objects.count()) == (1, 0)
+
+
+@pytest.mark.parametrize("name", ["report\u202egpj.exe", "\u2066x\u2069", "\u200b\u200b"])
+def test_cli_name_with_bidirectional_control_or_nothing_visible_refuses_invalid(
+    product: Project, name: str
+) -> None:
+    assert refused("project", "create", "--name", name) == (2, refusals.INVALID)
+    assert refused("thread", "create", "--project", "product", "--name", name) == (
+        2,
+        refusals.INVALID,
+    )
+    assert (Project.objects.count(), Thread.objects.count()) == (1, 0)
+
+
+def test_talk_lone_surrogate_in_a_line_refuses_invalid(human_thread: Thread) -> None:
+    with pytest.raises(CommandError) as caught:
+        run("talk", "--thread", str(human_thread.pk), stdin="hello \udcff\n")
+    assert (caught.value.returncode, str(caught.value).split(":")[0]) == (2, refusals.INVALID)
+    assert not Message.objects.exists()
+
+
+ARABIC_INDIC = str.maketrans("0123456789", "٠١٢٣٤٥٦٧٨٩")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("thread", "open", "{id}"),
+        ("thread", "read", "{id}"),
+        ("thread", "read", "{plain}", "--after", "{id}"),
+        ("talk", "--thread", "{id}"),
+        ("follow", "--thread", "{id}", "--max-seconds", "0.1"),
+        ("follow", "--thread", "{plain}", "--after", "{id}", "--max-seconds", "0.1"),
+    ],
+)
+def test_cli_id_in_other_digits_is_a_usage_error(human_thread: Thread, args: tuple) -> None:
+    """The thread's own id in Arabic-Indic digits once named it (`int()` reads them); an id on
+    the command line is ASCII digits, as in a path or a query."""
+    written = [
+        arg.format(id=str(human_thread.pk).translate(ARABIC_INDIC), plain=human_thread.pk)
+        for arg in args
+    ]
+    with pytest.raises(CommandError) as caught:
+        run(*written, stdin="" if args[0] == "talk" else None)
+    assert caught.value.returncode == 1
+    assert "invalid" in str(caught.value)
+    assert not ThreadOpen.objects.exists()
+
+
+def test_thread_create_project_in_other_digits_is_not_found(product: Project) -> None:
+    """`--project ²` once raised ValueError (`isdigit()` then `int()`); it names no project."""
+    assert refused("thread", "create", "--project", "²", "--name", "x") == (2, refusals.NOT_FOUND)
+    assert not Thread.objects.exists()
+
+
 # --- at the shell ------------------------------------------------------------------------
 
 

@@ -13,7 +13,7 @@ from typing import Any
 from django.core.management.base import CommandParser
 
 from broker.actors import Actor
-from chat.management.cli_command import BrokerCommand
+from chat.management.cli_command import BrokerCommand, id_argument
 from chat.management.cli_format import message_json, message_line
 from chat.management.cli_stream import newest_id, stream
 
@@ -25,8 +25,10 @@ class Command(BrokerCommand):
     )
 
     def add_command_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--thread", type=int, required=True, metavar="ID")
-        parser.add_argument("--after", type=int, metavar="MSGID", help="start after this id")
+        parser.add_argument("--thread", type=id_argument, required=True, metavar="ID")
+        parser.add_argument(
+            "--after", type=id_argument, metavar="MSGID", help="start after this id"
+        )
         # Tests stop the stream after a while instead of interrupting it.
         parser.add_argument("--max-seconds", type=float, help=argparse.SUPPRESS)
 

@@ -17,7 +17,7 @@ from django.core.management.base import CommandError, CommandParser
 from broker import actions
 from broker.actors import Actor
 from broker.models import Message, MessageClass
-from chat.management.cli_command import BrokerCommand
+from chat.management.cli_command import BrokerCommand, id_argument
 from chat.management.cli_format import message_json, message_line
 from chat.management.cli_stream import newest_id, stream
 
@@ -40,7 +40,7 @@ class Command(BrokerCommand):
     stealth_options = ("stdin",)
 
     def add_command_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--thread", type=int, required=True, metavar="ID")
+        parser.add_argument("--thread", type=id_argument, required=True, metavar="ID")
         parser.add_argument(
             "--wait",
             type=seconds,

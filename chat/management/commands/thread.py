@@ -15,7 +15,7 @@ from django.core.management.base import CommandParser
 
 from broker import actions
 from broker.actors import Actor
-from chat.management.cli_command import BrokerCommand, add_common_arguments
+from chat.management.cli_command import BrokerCommand, add_common_arguments, id_argument
 from chat.management.cli_format import (
     message_json,
     message_line,
@@ -42,11 +42,13 @@ class Command(BrokerCommand):
         )
 
         open_ = verbs.add_parser("open", help="record that you opened your thread")
-        open_.add_argument("thread", type=int, metavar="ID")
+        open_.add_argument("thread", type=id_argument, metavar="ID")
 
         read = verbs.add_parser("read", help="print your thread's messages, oldest first")
-        read.add_argument("thread", type=int, metavar="ID")
-        read.add_argument("--after", type=int, metavar="MSGID", help="only messages after this id")
+        read.add_argument("thread", type=id_argument, metavar="ID")
+        read.add_argument(
+            "--after", type=id_argument, metavar="MSGID", help="only messages after this id"
+        )
 
         for verb in (create, open_, read):
             add_common_arguments(verb)
