@@ -25,6 +25,7 @@ check-code: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
+	$(PY) manage.py makemigrations --check --dry-run
 
 suite: $(STAMP)
 	$(PY) -m pytest
