@@ -19,9 +19,11 @@ constraint error, and PostgreSQL's are raised with SQLSTATE class 23 (integrity 
 violation): `restrict_violation` for append-only, `check_violation` for the rest.
 
 Migration 0002 installs the guards and its reverse drops them; otherwise only the `flush`
-command lifts them, for the flush alone. The migration runs this module as it stands, so the SQL
-here may name only tables that exist once 0001 has run: a guard on a later table belongs in that
-table's own migration. Migration 0004 installs the set again for the guards added with it.
+command lifts them, for the flush alone, and `migrate` on SQLite, for the migration alone
+(`broker.apps`: a table rebuild would trip over the triggers of other tables). The migration
+runs this module as it stands, so the SQL here may name only tables that exist once 0001 has
+run: a guard on a later table belongs in that table's own migration. Migration 0004 installs the
+set again for the guards added with it.
 
 A migration that rebuilds a table (SQLite's way to alter most columns) drops that table's
 triggers with it, so the guards are an invariant that is checked, not assumed: `missing` names

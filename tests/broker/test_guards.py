@@ -11,17 +11,19 @@ from __future__ import annotations
 import re
 
 import pytest
+from django.apps import apps
 from django.core.checks import run_checks
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management import call_command
 from django.core.management.base import SystemCheckError
 from django.db import connection, models
 from django.db.migrations.recorder import MigrationRecorder
+from django.db.models.signals import post_migrate, pre_migrate
 
 from broker import guards
 from broker.apps import reinstall_guards
 from broker.boot import refuse_unguarded_database
-from broker.models import Decision
+from broker.models import Decision, Message
 
 # (trigger, table) of every guard trigger on this pass's database.
 TRIGGERS = [
@@ -181,5 +183,41 @@ def test_flush_guards_partly_missing_all_back() -> None:
     drop_trigger(name, table)
 
     call_command("flush", interactive=False, verbosity=0)
+
+    assert guards.missing(connection) == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_migrate_rebuilding_table_other_guards_read_succeeds_guards_back() -> None:
+    """SPEC §3: a migration may rebuild even a table other guards read (`broker_message`).
+
+    On SQLite the rebuild's rename re-reads every trigger, and the thread and instance checks
+    name `broker_message`: with the guards in place it fails. `migrate` lifts them first on
+    SQLite (`pre_migrate`) and reinstalls them at its end (`post_migrate`); on PostgreSQL the
+    table is altered in place and the guards stay. The signals are sent as `migrate` sends
+    them around a plan with one migration in it.
+    """
+    plan = [(object(), False)]
+    pre_migrate.send(
+        sender=apps.get_app_config("broker"),
+        app_config=apps.get_app_config("broker"),
+        verbosity=0,
+        interactive=False,
+        using=connection.alias,
+        apps=apps,
+        plan=plan,
+    )
+    if connection.vendor == "sqlite":
+        with connection.schema_editor() as editor:
+            editor._remake_table(Message)
+    post_migrate.send(
+        sender=apps.get_app_config("broker"),
+        app_config=apps.get_app_config("broker"),
+        verbosity=0,
+        interactive=False,
+        using=connection.alias,
+        apps=apps,
+        plan=plan,
+    )
 
     assert guards.missing(connection) == []
