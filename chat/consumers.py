@@ -68,7 +68,7 @@ def cursor(scope: dict[str, Any]) -> int:
     return int(values[0])
 
 
-class StreamConsumer(AsyncWebsocketConsumer):
+class StreamConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
     """A stream of rows after a cursor: replay from the database, then live, in id order."""
 
     frame_type = ""

@@ -29,6 +29,6 @@ refuse_unguarded_database()
 # The check ran on this importing thread's connection, which serves no request afterwards.
 connections.close_all()
 
-human_application = build_human_application(django_asgi_app)
+human_application = build_human_application(django_asgi_app)  # type: ignore[arg-type]
 tester_application = build_tester_application(plain_http_handler())
 application = by_port(human=human_application, tester=tester_application)

@@ -256,7 +256,7 @@ def websocket_routes(listener: str) -> ASGIApp:
         [
             path("ws/trail/", TrailConsumer.as_asgi(listener=listener)),
             path("ws/chat/threads/<id:thread_id>/", ThreadConsumer.as_asgi(listener=listener)),
-            re_path(r"", _no_such_socket),
+            re_path(r"", _no_such_socket),  # type: ignore[arg-type]
         ]
     )
 
@@ -280,7 +280,7 @@ def build_human_application(django_http: ASGIApp) -> ASGIApp:
         refuse_tester_header(
             ProtocolTypeRouter(
                 {
-                    "http": named("human", capped_body(ASGIStaticFilesHandler(django_http))),
+                    "http": named("human", capped_body(ASGIStaticFilesHandler(django_http))),  # type: ignore[arg-type]
                     "websocket": unavailable_closes(
                         named(
                             "human",
@@ -304,7 +304,7 @@ def plain_http_handler() -> ASGIApp:
 
     # The middleware read their settings once, while the handler builds its chain.
     with override_settings(SECURE_SSL_REDIRECT=False):
-        return ASGIHandler()
+        return ASGIHandler()  # type: ignore[return-value]
 
 
 def build_tester_application(django_http: ASGIApp) -> ASGIApp:
@@ -316,7 +316,7 @@ def build_tester_application(django_http: ASGIApp) -> ASGIApp:
         tester_host_only(
             ProtocolTypeRouter(
                 {
-                    "http": named("tester", capped_body(ASGIStaticFilesHandler(django_http))),
+                    "http": named("tester", capped_body(ASGIStaticFilesHandler(django_http))),  # type: ignore[arg-type]
                     "websocket": unavailable_closes(
                         named(
                             "tester",
