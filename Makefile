@@ -25,6 +25,7 @@ check-code: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
+	$(PY) manage.py makemigrations --check --dry-run
 
 suite: $(STAMP)
 	$(PY) -m pytest
@@ -50,6 +51,7 @@ bench-quick: $(STAMP)
 # `check --deploy` on an example production configuration (README, Production).
 deploy-check: $(STAMP)
 	MOSAIC_PRODUCTION=1 ALLOWED_HOSTS=bus.example.com MOSAIC_HUMAN_ORIGINS=https://bus.example.com \
+	MOSAIC_ASSISTANT_BACKEND=offline \
 	SECRET_KEY="$$($(PY) -c 'import secrets; print(secrets.token_urlsafe(50))')" \
 	$(PY) manage.py check --deploy --fail-level WARNING
 

@@ -31,6 +31,7 @@ from broker.actors import Actor, ActorKind
 from broker.models import (
     HUMAN,
     Business,
+    ClaimEnd,
     Decision,
     Event,
     EventKind,
@@ -191,20 +192,31 @@ def do_record_message(
     return message
 
 
-def do_end_claim(claim: ThreadClaim, *, actor: Actor, by: str, reason: str) -> ThreadClaim:
-    """End an open claim, record `claim.ended` and its trail row.
+def do_end_claim(
+    claim: ThreadClaim, *, actor: Actor, by: str, how: ClaimEnd, reason: str
+) -> ThreadClaim:
+    """End an open claim `how` (what the runner decides on), with `reason` the sentence for
+    people; record `claim.ended` and its trail row.
 
     Precondition: `claim` is open and locked by the current transaction.
     """
     claim.ended_at = timezone.now()
     claim.ended_by = by
+    claim.ended_how = how
     claim.end_reason = reason
-    claim.save(update_fields=["ended_at", "ended_by", "end_reason"])
+    claim.save(update_fields=["ended_at", "ended_by", "ended_how", "end_reason"])
     thread = claim.thread
     Event.objects.create(
         business_id=thread.project.business_id,
         kind=EventKind.CLAIM_ENDED,
-        body={"claim": claim.pk, "thread": thread.pk, "run": claim.run, "by": by, "reason": reason},
+        body={
+            "claim": claim.pk,
+            "thread": thread.pk,
+            "run": claim.run,
+            "by": by,
+            "how": how.value,
+            "reason": reason,
+        },
     )
     do_record_trail(
         business_id=thread.project.business_id,
@@ -225,7 +237,11 @@ def do_expire_claim(claim: ThreadClaim, *, business_id: int) -> ThreadClaim:
     Precondition: `claim` is open, locked, and its lease has run out.
     """
     return do_end_claim(
-        claim, actor=Actor.system(business_id=business_id), by="system", reason="lease-expired"
+        claim,
+        actor=Actor.system(business_id=business_id),
+        by="system",
+        how=ClaimEnd.LEASE_EXPIRED,
+        reason="lease-expired",
     )
 
 
@@ -414,7 +430,9 @@ def stop_assistant(actor: Actor, *, instance: str | None = None) -> list[ThreadC
             raise Refusal(refusals.NOT_HELD, "No assistant run holds one of your threads.")
         reason = policy.stop_reason(actor)
         return [
-            do_end_claim(claim, actor=actor, by=policy.owner(actor), reason=reason)
+            do_end_claim(
+                claim, actor=actor, by=policy.owner(actor), how=ClaimEnd.STOPPED, reason=reason
+            )
             for claim in held
         ]
 
@@ -426,7 +444,9 @@ def end_instance(actor: Actor, *, instance: str) -> list[ThreadClaim]:
         target = access_instance(actor, name=instance)
         reason = f"instance ended by {actor.username}"
         ended = [
-            do_end_claim(claim, actor=actor, by=actor.username, reason=reason)
+            do_end_claim(
+                claim, actor=actor, by=actor.username, how=ClaimEnd.INSTANCE_ENDED, reason=reason
+            )
             for claim in _open_claims(actor.business_id).filter(instance=target)
         ]
         Event.objects.create(
@@ -496,12 +516,23 @@ def renew_claim(actor: Actor, *, claim_id: int) -> ThreadClaim:
         return claim
 
 
+# How a run may end its own claim. Stops, instance ends and expiries are other actors' verbs:
+# a run that could write them could make the runner drop turns still owed.
+RUN_CLAIM_ENDS = (ClaimEnd.DONE, ClaimEnd.FAILED, ClaimEnd.SHUT_DOWN)
+
+
 @verb("claim.end", RUN_KIND)
-def end_claim(actor: Actor, *, claim_id: int, reason: str = "done") -> ThreadClaim:
-    """Release the run's open claim."""
+def end_claim(
+    actor: Actor, *, claim_id: int, how: ClaimEnd = ClaimEnd.DONE, reason: str = ""
+) -> ThreadClaim:
+    """Release the run's open claim `how` (one of `RUN_CLAIM_ENDS`, else `invalid`); `reason`
+    is the sentence for people, `how` itself when empty."""
+    if how not in RUN_CLAIM_ENDS:
+        raise Refusal(refusals.INVALID, f"A run ends its claim {', '.join(RUN_CLAIM_ENDS)}.")
     with appending(actor.business_id):
         claim = access_claim(actor, claim_id=claim_id)
-        return do_end_claim(claim, actor=actor, by=actor.run, reason=reason)
+        end = ClaimEnd(how)
+        return do_end_claim(claim, actor=actor, by=actor.run, how=end, reason=reason or end.value)
 
 
 # --- tasks, decisions, notices -----------------------------------------------------------

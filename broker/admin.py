@@ -268,6 +268,7 @@ class ThreadClaimInline(ReadOnlyThreadInline):
         "lease_expires_at",
         "ended_at",
         "ended_by",
+        "ended_how",
         "end_reason",
     )
     readonly_fields = fields
@@ -335,10 +336,12 @@ class ThreadClaimAdmin(ReadOnlyAdmin):
         "lease_expires_at",
         "ended_at",
         "ended_by",
+        "ended_how",
         "end_reason",
     )
     list_filter = (
         ClaimStateFilter,
+        "ended_how",
         ThreadOwnerKindFilter,
         ("thread__project__business", admin.RelatedFieldListFilter),
         ("instance", BusinessScopedFilter),

@@ -1,14 +1,17 @@
-"""Fail closed at start-up: no listener or long-running command starts on a refused business.
+"""Fail closed at start-up: no listener or long-running command starts on a refused business,
+or on a database missing any of its guards.
 
 System checks do not run under an ASGI server, so the ASGI module and long-running commands
-call `refuse_invalid_businesses` themselves (R4, R5).
+call `refuse_invalid_businesses` (R4, R5) and `refuse_unguarded_database` (SPEC §3) themselves.
 """
 
 from __future__ import annotations
 
 from django.core.exceptions import ImproperlyConfigured
+from django.db import connection
 
-from broker.checks import stored_business_problems
+from broker import guards
+from broker.checks import E003, stored_business_problems
 
 
 def refuse_invalid_businesses() -> None:
@@ -17,4 +20,18 @@ def refuse_invalid_businesses() -> None:
     if problems:
         raise ImproperlyConfigured(
             "Refusing to start while a stored business is refused: " + "; ".join(problems)
+        )
+
+
+def refuse_unguarded_database() -> None:
+    """Raise `ImproperlyConfigured` naming every database guard that is missing (SPEC §3).
+
+    Unlike the system check, this refuses an unmigrated database too: nothing is guarded yet.
+    """
+    absent = guards.missing(connection)
+    if absent:
+        raise ImproperlyConfigured(
+            f"Refusing to start while database guards are missing ({E003}): "
+            + "; ".join(absent)
+            + ". Run `manage.py migrate`, which installs them."
         )

@@ -1,25 +1,35 @@
-"""System checks for stored businesses: R4 (`mosaic.E001`) and R5 (`mosaic.E002`).
+"""System checks for stored businesses: R4 (`mosaic.E001`) and R5 (`mosaic.E002`); and for
+the database guards of SPEC §3 (`mosaic.E003`).
 
 Registered without the `database` tag so a plain `manage.py check` runs them: these invariants
 are about what is stored. Checks do not run under an ASGI server, so `broker.boot` raises on the
-same problems at start-up; both read them from `stored_business_problems`.
+same problems at start-up; both read them from `stored_business_problems` and `guards.missing`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from django.apps import AppConfig
 from django.core import checks
 from django.db import connection
+from django.db.migrations.loader import MigrationLoader
 
+from broker import guards
 from broker.business_file import business_rule_refusal, role_rule_refusal
 from broker.models import Business, RoleDefinition
 from broker.policy import RoleLists
 
 E001 = "mosaic.E001"
 E002 = "mosaic.E002"
+E003 = "mosaic.E003"
+
+# Set while `migrate` runs its own checks: it is the repair for missing guards (`broker.apps`
+# installs them all at its end), so it must not be refused for them.
+_guards_reinstalled_after = ContextVar("guards_reinstalled_after", default=False)
 
 
 @checks.register()
@@ -80,3 +90,47 @@ def _stored_names(value: object) -> list[str]:
     if isinstance(value, list):
         return [entry for entry in value if isinstance(entry, str)]
     return []
+
+
+@checks.register()
+def check_database_guards(
+    app_configs: Sequence[AppConfig] | None, **kwargs: Any
+) -> list[checks.CheckMessage]:
+    """SPEC §3: every database guard (trigger, and function on PostgreSQL) is installed."""
+    if app_configs is not None and not any(config.label == "broker" for config in app_configs):
+        return []
+    if _guards_reinstalled_after.get():
+        return []
+    return list(guard_problems())
+
+
+def guard_problems() -> Iterator[checks.Error]:
+    """Each missing database guard, by name, as check errors.
+
+    Silent while a broker migration is unapplied: the database is not finished yet, and the
+    `migrate` that finishes it installs every guard at its end. Start-up does not wait for
+    that (`broker.boot` refuses an unmigrated database too).
+    """
+    loader = MigrationLoader(connection, ignore_no_migrations=True)
+    broker_migrations = {key for key in loader.graph.nodes if key[0] == "broker"}
+    if not broker_migrations <= set(loader.applied_migrations):
+        return
+    for name in guards.missing(connection):
+        yield checks.Error(
+            f"database guard missing: {name}",
+            hint=(
+                "Run `manage.py migrate`: it installs every guard again at its end "
+                "(broker/guards.py). A migration that rebuilds a table drops its triggers."
+            ),
+            id=E003,
+        )
+
+
+@contextmanager
+def guards_reinstalled_after() -> Iterator[None]:
+    """Within: `mosaic.E003` is not reported, because what runs next reinstalls the guards."""
+    token = _guards_reinstalled_after.set(True)
+    try:
+        yield
+    finally:
+        _guards_reinstalled_after.reset(token)

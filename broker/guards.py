@@ -6,6 +6,9 @@
   when the task is written is enough.
 - A thread's message has the thread's instance as from_role or to_role.
 - A thread's instance belongs to the project's business.
+- Immutable once written: a thread's owner (moving a thread would carry it across the wall
+  between the human and the tester), a project's business, and a thread's instance once the
+  thread has messages.
 
 The last two involve rows of other tables, so the changes that could break them from the other
 side are refused too: moving a thread to another instance, renaming an instance, or moving an
@@ -16,9 +19,16 @@ constraint error, and PostgreSQL's are raised with SQLSTATE class 23 (integrity 
 violation): `restrict_violation` for append-only, `check_violation` for the rest.
 
 Migration 0002 installs the guards and its reverse drops them; otherwise only the `flush`
-command lifts them, for the flush alone. The migration runs this module as it stands, so the SQL
-here may name only tables that exist once 0001 has run: a guard on a later table belongs in that
-table's own migration.
+command lifts them, for the flush alone, and `migrate` on SQLite, for the migration alone
+(`broker.apps`: a table rebuild would trip over the triggers of other tables). The migration
+runs this module as it stands, so the SQL here may name only tables that exist once 0001 has
+run: a guard on a later table belongs in that table's own migration. Migration 0004 installs the
+set again for the guards added with it.
+
+A migration that rebuilds a table (SQLite's way to alter most columns) drops that table's
+triggers with it, so the guards are an invariant that is checked, not assumed: `missing` names
+each absent piece, the system check `mosaic.E003` and the listeners' start-up refuse while any
+is missing, and every `migrate` reinstalls them at its end (`broker.apps`).
 """
 
 from __future__ import annotations
@@ -38,10 +48,11 @@ APPEND_ONLY_TABLES = (
 R15_REFUSED = "broker_task request must be a human.input event (R15)"
 MESSAGE_INSTANCE_REFUSED = "broker_message in a thread must have the thread's instance at one end"
 THREAD_BUSINESS_REFUSED = "broker_thread instance must belong to the project's business"
-THREAD_MESSAGES_REFUSED = "broker_thread instance must stay at one end of its messages"
+THREAD_MESSAGES_REFUSED = "broker_thread instance is immutable once the thread has messages"
 INSTANCE_RENAME_REFUSED = "broker_instance name must stay at one end of its threads' messages"
 INSTANCE_BUSINESS_REFUSED = "broker_instance business must stay its threads' project's business"
-PROJECT_BUSINESS_REFUSED = "broker_project business must stay its threads' instance's business"
+PROJECT_BUSINESS_REFUSED = "broker_project business is immutable"
+THREAD_OWNER_REFUSED = "broker_thread owner is immutable"
 
 
 def append_only_refused(table: str) -> str:
@@ -91,12 +102,10 @@ _SQLITE_THREAD_BUSINESS = """NOT EXISTS (
 )"""
 
 _SQLITE_THREAD_MESSAGES = """NEW.instance_id IS NOT OLD.instance_id AND EXISTS (
-    SELECT 1 FROM broker_message m
-    WHERE m.thread_id = OLD.id AND NOT EXISTS (
-        SELECT 1 FROM broker_instance i
-        WHERE i.id = NEW.instance_id AND i.name IN (m.from_role, m.to_role)
-    )
+    SELECT 1 FROM broker_message m WHERE m.thread_id = OLD.id
 )"""
+
+_SQLITE_THREAD_OWNER = "NEW.owner IS NOT OLD.owner"
 
 _SQLITE_INSTANCE_RENAME = """NEW.name IS NOT OLD.name AND EXISTS (
     SELECT 1 FROM broker_thread t JOIN broker_message m ON m.thread_id = t.id
@@ -108,10 +117,7 @@ _SQLITE_INSTANCE_BUSINESS = """NEW.business_id IS NOT OLD.business_id AND EXISTS
     WHERE t.instance_id = OLD.id AND p.business_id IS NOT NEW.business_id
 )"""
 
-_SQLITE_PROJECT_BUSINESS = """NEW.business_id IS NOT OLD.business_id AND EXISTS (
-    SELECT 1 FROM broker_thread t JOIN broker_instance i ON i.id = t.instance_id
-    WHERE t.project_id = OLD.id AND i.business_id IS NOT NEW.business_id
-)"""
+_SQLITE_PROJECT_BUSINESS = "NEW.business_id IS NOT OLD.business_id"
 
 # (name, timing and event, condition, message). `UPDATE OF` fires whenever the column is in the
 # SET list, and Django's save() sets every column, so the update conditions compare OLD and NEW.
@@ -153,6 +159,12 @@ _SQLITE_CHECKS = (
         THREAD_MESSAGES_REFUSED,
     ),
     (
+        "broker_thread_keeps_owner",
+        "BEFORE UPDATE OF owner ON broker_thread",
+        _SQLITE_THREAD_OWNER,
+        THREAD_OWNER_REFUSED,
+    ),
+    (
         "broker_instance_keeps_messages",
         "BEFORE UPDATE OF name ON broker_instance",
         _SQLITE_INSTANCE_RENAME,
@@ -172,10 +184,17 @@ _SQLITE_CHECKS = (
     ),
 )
 
-SQLITE_TRIGGERS = (
-    *(f"{table}_no_{verb}" for table in APPEND_ONLY_TABLES for verb in ("update", "delete")),
-    *(name for name, *_ in _SQLITE_CHECKS),
+# (trigger, table)
+_SQLITE_TRIGGER_TABLES = (
+    *(
+        (f"{table}_no_{verb}", table)
+        for table in APPEND_ONLY_TABLES
+        for verb in ("update", "delete")
+    ),
+    *((name, when.rsplit(" ON ", 1)[1]) for name, when, *_ in _SQLITE_CHECKS),
 )
+
+SQLITE_TRIGGERS = tuple(name for name, _ in _SQLITE_TRIGGER_TABLES)
 
 SQLITE_UNINSTALL = tuple(f"DROP TRIGGER IF EXISTS {name}" for name in SQLITE_TRIGGERS)
 
@@ -265,13 +284,20 @@ END""",
         f"""
 BEGIN
     IF NEW.instance_id IS DISTINCT FROM OLD.instance_id AND EXISTS (
-        SELECT 1 FROM broker_message m
-        WHERE m.thread_id = OLD.id AND NOT EXISTS (
-            SELECT 1 FROM broker_instance i
-            WHERE i.id = NEW.instance_id AND i.name IN (m.from_role, m.to_role)
-        )
+        SELECT 1 FROM broker_message WHERE thread_id = OLD.id
     ) THEN
         {_pg_raise(THREAD_MESSAGES_REFUSED, "check_violation")}
+    END IF;
+    RETURN NEW;
+END""",
+    ),
+    "broker_thread_keeps_owner": (
+        "broker_thread",
+        "BEFORE UPDATE OF owner",
+        f"""
+BEGIN
+    IF NEW.owner IS DISTINCT FROM OLD.owner THEN
+        {_pg_raise(THREAD_OWNER_REFUSED, "check_violation")}
     END IF;
     RETURN NEW;
 END""",
@@ -301,10 +327,7 @@ END""",
         "BEFORE UPDATE OF business_id",
         f"""
 BEGIN
-    IF NEW.business_id IS DISTINCT FROM OLD.business_id AND EXISTS (
-        SELECT 1 FROM broker_thread t JOIN broker_instance i ON i.id = t.instance_id
-        WHERE t.project_id = OLD.id AND i.business_id IS DISTINCT FROM NEW.business_id
-    ) THEN
+    IF NEW.business_id IS DISTINCT FROM OLD.business_id THEN
         {_pg_raise(PROJECT_BUSINESS_REFUSED, "check_violation")}
     END IF;
     RETURN NEW;
@@ -355,6 +378,9 @@ POSTGRESQL_UNINSTALL = (
 
 VENDORS = ("sqlite", "postgresql")
 
+# The migration that first installs the guards: from then on the database must have them all.
+INSTALLED_BY = "0002_database_guards"
+
 _INSTALL = {"sqlite": SQLITE_INSTALL, "postgresql": POSTGRESQL_INSTALL}
 _UNINSTALL = {"sqlite": SQLITE_UNINSTALL, "postgresql": POSTGRESQL_UNINSTALL}
 
@@ -370,22 +396,56 @@ def uninstall(target: BaseDatabaseSchemaEditor | BaseDatabaseWrapper) -> None:
 
 
 def installed(target: BaseDatabaseSchemaEditor | BaseDatabaseWrapper) -> bool:
-    """Whether any guard is present; False on a vendor without guards."""
+    """Whether any guard is present; False on a vendor without guards.
+
+    Only `flush` asks this, to know whether there is anything to lift. Whether the database is
+    guarded is `missing`'s answer: one trigger present says nothing about the others.
+    """
     connection = _connection(target)
-    if connection.vendor == "sqlite":
-        query = "SELECT name FROM sqlite_master WHERE type = 'trigger' AND name IN ({})"
-        names: tuple[str, ...] = SQLITE_TRIGGERS
-    elif connection.vendor == "postgresql":
-        query = (
-            "SELECT tgname FROM pg_trigger WHERE NOT tgisinternal"
-            " AND pg_table_is_visible(tgrelid) AND tgname IN ({})"
-        )
-        names = POSTGRESQL_TRIGGERS
-    else:
+    if connection.vendor not in VENDORS:
         return False
+    return len(missing(connection)) < len(expected(connection.vendor))
+
+
+def missing(target: BaseDatabaseSchemaEditor | BaseDatabaseWrapper) -> list[str]:
+    """Each guard absent from the database, by name, in install order; empty when all are there.
+
+    A trigger counts only on its own table, and on PostgreSQL only while enabled (`ALTER TABLE
+    … DISABLE TRIGGER` lifts a guard as surely as dropping it). On a vendor without guards the
+    whole set is missing, so a check built on this fails closed.
+    """
+    connection = _connection(target)
+    if connection.vendor not in VENDORS:
+        return [f"every guard (no database guards for {connection.vendor})"]
     with connection.cursor() as cursor:
-        cursor.execute(query.format(", ".join(["%s"] * len(names))), names)
-        return cursor.fetchone() is not None
+        if connection.vendor == "sqlite":
+            cursor.execute(
+                "SELECT 'trigger', name, tbl_name FROM sqlite_master WHERE type = 'trigger'"
+            )
+        else:
+            cursor.execute(
+                "SELECT 'trigger', t.tgname, c.relname FROM pg_trigger t"
+                " JOIN pg_class c ON c.oid = t.tgrelid"
+                " WHERE NOT t.tgisinternal AND t.tgenabled <> 'D' AND pg_table_is_visible(c.oid)"
+                " UNION ALL SELECT 'function', p.proname, '' FROM pg_proc p"
+                " WHERE pg_function_is_visible(p.oid) AND p.prorettype = 'trigger'::regtype"
+            )
+        present = {tuple(row) for row in cursor.fetchall()}
+    return [
+        f"{kind} {name} on {table}" if table else f"{kind} {name}()"
+        for kind, name, table in expected(connection.vendor)
+        if (kind, name, table) not in present
+    ]
+
+
+def expected(vendor: str) -> tuple[tuple[str, str, str], ...]:
+    """Every guard of `vendor` as (kind, name, table); a function's table is empty."""
+    if vendor == "sqlite":
+        return tuple(("trigger", name, table) for name, table in _SQLITE_TRIGGER_TABLES)
+    return (
+        *(("function", name, "") for name in _PG_FUNCTIONS),
+        *(("trigger", name, table) for name, table, *_ in _PG_TRIGGERS),
+    )
 
 
 def _execute(

@@ -26,6 +26,17 @@ class EventKind(models.TextChoices):
     DECISION_CREATED = "decision.created"
 
 
+class ClaimEnd(models.TextChoices):
+    """How a claim ended: what other code decides on. `end_reason` is the sentence for people."""
+
+    DONE = "done"  # the run released it, nothing left to answer
+    STOPPED = "stopped"  # assistant.stop (R13)
+    INSTANCE_ENDED = "instance-ended"  # instance.end (R14)
+    LEASE_EXPIRED = "lease-expired"  # the run stopped renewing (SPEC §7)
+    FAILED = "failed"  # the backend failed or the reply was refused; retried after a back-off
+    SHUT_DOWN = "shut-down"  # the runner is stopping; the rest stays pending
+
+
 class MessageClass(models.TextChoices):
     REQUEST = "REQUEST"  # a human's or tester's turn
     RESULT = "RESULT"  # a run's reply
@@ -175,6 +186,8 @@ class ThreadClaim(models.Model):
     ended_at = models.DateTimeField(null=True, blank=True)
     ended_by = models.CharField(max_length=150, blank=True, default="")
     end_reason = models.CharField(max_length=200, blank=True, default="")
+    # Empty while the claim is open; set, from ClaimEnd, exactly when it ends.
+    ended_how = models.CharField(max_length=20, choices=ClaimEnd.choices, blank=True, default="")
 
     class Meta:
         constraints = [
@@ -184,6 +197,11 @@ class ThreadClaim(models.Model):
                 name="one_open_claim_per_thread",
             ),
             models.CheckConstraint(condition=~Q(run=""), name="claim_run_not_empty"),
+            models.CheckConstraint(
+                condition=Q(ended_at__isnull=True, ended_how="")
+                | Q(ended_at__isnull=False, ended_how__in=ClaimEnd.values),
+                name="claim_ended_how_when_ended",
+            ),
         ]
 
     def __str__(self) -> str:

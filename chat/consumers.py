@@ -70,7 +70,7 @@ def cursor(scope: dict[str, Any]) -> int:
     return fields.parse_id(values[0], what="after cursor")
 
 
-class StreamConsumer(AsyncWebsocketConsumer):
+class StreamConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
     """A stream of rows after a cursor: replay from the database, then live, in id order."""
 
     frame_type = ""

@@ -63,7 +63,7 @@ class JsonBody(BasePermission):
 
 
 class _CsrfCheck(CsrfViewMiddleware):
-    def _reject(self, request: Any, reason: str) -> str:  # type: ignore[override]
+    def _reject(self, request: Any, reason: str) -> str:
         return reason
 
 
@@ -109,7 +109,7 @@ class HumanSessionAuthentication(BaseAuthentication):
         if user is None or not user.is_authenticated or not user.is_active:
             return None
         if is_write(request):
-            check = _CsrfCheck(lambda _request: None)  # type: ignore[arg-type, return-value]
+            check = _CsrfCheck(lambda _request: None)  # type: ignore[arg-type]
             check.process_request(request._request)
             reason = check.process_view(request._request, None, (), {})  # type: ignore[arg-type]
             if reason:

@@ -13,6 +13,7 @@ from django.urls import URLPattern, path, register_converter
 
 from broker.fields import ID_DIGITS
 from chat.api import chat
+from chat.api.base import ChatView
 
 
 class IdConverter:
@@ -29,7 +30,7 @@ class IdConverter:
 
 register_converter(IdConverter, "id")
 
-ROUTES: tuple[tuple[str, type[chat.ChatView], str], ...] = (
+ROUTES: tuple[tuple[str, type[ChatView], str], ...] = (
     ("api/chat/projects", chat.ProjectsView, "chat-projects"),
     ("api/chat/threads", chat.ThreadsView, "chat-threads"),
     ("api/chat/threads/<id:thread_id>/messages", chat.ThreadMessagesView, "chat-thread-messages"),
@@ -48,7 +49,7 @@ def bind(
     authentication: Sequence[type[Any]],
     gates: Sequence[type[Any]],
 ) -> URLPattern:
-    return path(
+    return path(  # type: ignore[no-any-return]
         route,
         view.as_view(authentication_classes=authentication, permission_classes=gates),
         name=name,

@@ -7,7 +7,7 @@ from functools import wraps
 from typing import Any
 
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.csrf import ensure_csrf_cookie
 
@@ -34,12 +34,12 @@ def csrf_failure(request: HttpRequest, reason: str = "") -> JsonResponse:
     return error_response(refusals.CSRF_FAILED, f"CSRF check failed: {reason}")
 
 
-def page(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+def page(view: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:
     """A page is read, never written to: other methods are 405 `method-not-allowed`, JSON like
     every refusal (Django's own answer would be an empty HTML 405)."""
 
     @wraps(view)
-    def read_only(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+    def read_only(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         if request.method not in PAGE_METHODS:
             response = error_response(METHOD_NOT_ALLOWED, f"{request.method} is not served here.")
             response["Allow"] = ", ".join(PAGE_METHODS)

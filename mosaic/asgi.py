@@ -2,7 +2,7 @@
 chosen by the port a connection arrived on) for the one-process run.
 
 Fails closed on import: no listener starts while a stored business is refused (R4, R5),
-because system checks do not run under an ASGI server.
+or a database guard is missing (SPEC §3), because system checks do not run under an ASGI server.
 """
 
 import os
@@ -17,7 +17,7 @@ django.setup(set_prefix=False)
 from django.conf import settings  # noqa: E402
 from django.db import connections  # noqa: E402
 
-from broker.boot import refuse_invalid_businesses  # noqa: E402
+from broker.boot import refuse_invalid_businesses, refuse_unguarded_database  # noqa: E402
 from mosaic.handler import WorkerPool  # noqa: E402
 from mosaic.listeners import (  # noqa: E402
     build_human_application,
@@ -28,6 +28,7 @@ from mosaic.listeners import (  # noqa: E402
 )
 
 refuse_invalid_businesses()
+refuse_unguarded_database()
 # The check ran on this importing thread's connection, which serves no request afterwards.
 connections.close_all()
 

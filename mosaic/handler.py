@@ -24,7 +24,7 @@ import contextlib
 import contextvars
 import logging
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, MutableMapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol, TypeVar
 
@@ -130,12 +130,12 @@ class PooledHandler(ASGIHandler):
         self.load_middleware(is_async=False)
         self.workers = workers
 
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def __call__(self, scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             raise ValueError(f"Django serves HTTP only, not {scope['type']}.")
         await self.handle(scope, receive, send)
 
-    async def handle(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def handle(self, scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
         try:
             body_file = await self.read_body(receive)
         except RequestAborted:
@@ -143,8 +143,11 @@ class PooledHandler(ASGIHandler):
         try:
             set_script_prefix(get_script_prefix(scope))
             request, error_response = self.create_request(scope, body_file)
+            response: HttpResponseBase
             if request is None:
-                response: HttpResponseBase = error_response
+                # Django's own 400 or 413 for a request it could not build.
+                assert error_response is not None
+                response = error_response
             else:
                 try:
                     response = await self.workers.run(self.respond, request, scope)
@@ -161,7 +164,7 @@ class PooledHandler(ASGIHandler):
         finally:
             body_file.close()
 
-    def respond(self, request: HttpRequest, scope: dict[str, Any]) -> HttpResponseBase:
+    def respond(self, request: HttpRequest, scope: MutableMapping[str, Any]) -> HttpResponseBase:
         """The whole sync request path, on a worker. `request_started` and `request_finished`
         run here, so `close_old_connections` keeps or returns this worker's own connection."""
         try:

@@ -6,6 +6,7 @@ is the deployment behind an HTTPS proxy: it takes the secret from the environmen
 https origins only, and sets what `manage.py check --deploy` asks for.
 """
 
+import os
 from pathlib import Path
 
 import environ
@@ -62,6 +63,12 @@ MOSAIC_TESTER_BUSINESS = env.str("MOSAIC_TESTER_BUSINESS", default="demo")
 # Assistant runs (SPEC §7): the reply backend, `offline` or `openai` (any OpenAI-compatible
 # chat completions endpoint). The key may stay empty for a local model server.
 MOSAIC_ASSISTANT_BACKEND = env.str("MOSAIC_ASSISTANT_BACKEND", default="offline")
+if MOSAIC_PRODUCTION and "MOSAIC_ASSISTANT_BACKEND" not in os.environ:
+    # The offline backend answers every turn with canned text: production may run it only
+    # when the deployment says so, never because the variable was forgotten.
+    raise ImproperlyConfigured(
+        "MOSAIC_ASSISTANT_BACKEND must be set in production (`offline` only on purpose)."
+    )
 MOSAIC_ASSISTANT_BASE_URL = env.str(
     "MOSAIC_ASSISTANT_BASE_URL", default="https://api.openai.com/v1"
 )

@@ -36,7 +36,7 @@ class TesterFenceMiddleware:
         if self.is_async:
             return self._acall(request)
         refused = _refused(request)
-        return refused if refused is not None else self.get_response(request)  # type: ignore[no-any-return]
+        return refused if refused is not None else self.get_response(request)
 
     async def _acall(self, request: HttpRequest) -> HttpResponseBase:
         refused = _refused(request)

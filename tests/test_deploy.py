@@ -31,6 +31,7 @@ def production(database: Path, **overrides: str | None) -> dict[str, str]:
         "ALLOWED_HOSTS": HOST,
         "MOSAIC_HUMAN_ORIGINS": f"https://{HOST}",
         "DEBUG": "0",
+        "MOSAIC_ASSISTANT_BACKEND": "offline",
     }
     for name, value in overrides.items():
         if value is None:
@@ -74,8 +75,9 @@ def test_check_deploy_on_the_embedded_default_names_what_production_fixes(tmp_pa
         ({"DEBUG": "1"}, "DEBUG"),
         ({"MOSAIC_HUMAN_ORIGINS": f"https://{HOST},http://{HOST}"}, "MOSAIC_HUMAN_ORIGINS"),
         ({"MOSAIC_HUMAN_ORIGINS": None}, "MOSAIC_HUMAN_ORIGINS"),
+        ({"MOSAIC_ASSISTANT_BACKEND": None}, "MOSAIC_ASSISTANT_BACKEND"),
     ],
-    ids=["no-secret", "debug", "http-origin", "embedded-origins"],
+    ids=["no-secret", "debug", "http-origin", "embedded-origins", "implicit-offline-backend"],
 )
 def test_production_settings_refuse_to_start_when_unsafe(
     overrides, names: str, tmp_path: Path

@@ -15,16 +15,14 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.db.models import Exists, F, Min, OuterRef, Q, QuerySet
+from django.db.models import Exists, F, Min, OuterRef, QuerySet
 from django.utils import timezone
 
-from broker.models import Message, MessageClass, ThreadClaim
+from broker.models import ClaimEnd, Message, MessageClass, ThreadClaim
 
-# The reasons `assistant.stop` and `instance.end` write (policy.stop_reason, actions.end_instance).
-STOP_REASON_PREFIXES = ("stopped by the ", "instance ended by ")
-# The reason prefix of a run that gave up on a reply (backend error, refused reply): its thread
-# waits one retry period before any runner takes it up again.
-FAILED_PREFIX = "failed: "
+# The ends that are stops: `assistant.stop` (R13) and `instance.end` (R14). A release, an
+# expiry, a shutdown or a failure leaves the turn owed.
+STOPS = (ClaimEnd.STOPPED, ClaimEnd.INSTANCE_ENDED)
 
 
 @dataclass(frozen=True)
@@ -37,19 +35,11 @@ class PendingThread:
     first_message_id: int
 
 
-def _stop_reasons() -> Q:
-    """A claim end that was a stop (R13) or an instance end (R14), not a release or expiry."""
-    reasons = Q()
-    for prefix in STOP_REASON_PREFIXES:
-        reasons |= Q(end_reason__startswith=prefix)
-    return reasons
-
-
 def _pending() -> QuerySet[Message]:
     """Pending messages, unordered (so callers can group them)."""
     answered = Message.objects.filter(in_reply_to=OuterRef("pk"), message_class=MessageClass.RESULT)
     stopped = ThreadClaim.objects.filter(
-        _stop_reasons(), thread=OuterRef("thread"), ended_at__gte=OuterRef("created_at")
+        ended_how__in=STOPS, thread=OuterRef("thread"), ended_at__gte=OuterRef("created_at")
     )
     return (
         Message.objects.filter(
@@ -97,7 +87,7 @@ def pending_threads(
     )
     failed = ThreadClaim.objects.filter(
         thread=OuterRef("thread"),
-        end_reason__startswith=FAILED_PREFIX,
+        ended_how=ClaimEnd.FAILED,
         ended_at__gt=now - retry_after,
     )
     rows = _pending().exclude(Exists(held)).exclude(Exists(failed))

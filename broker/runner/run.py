@@ -2,7 +2,8 @@
 
 Every write names the claim (R12), so a run whose claim ended — stopped, revoked, expired —
 can store nothing: its reply is refused `claim-ended` and dropped. A backend error ends the
-claim `failed: …`; the message stays pending and is retried after a back-off.
+claim `failed` (the sentence says why); the message stays pending and is retried after a
+back-off.
 """
 
 from __future__ import annotations
@@ -17,18 +18,19 @@ from django.conf import settings
 
 from broker import actions, refusals
 from broker.actors import Actor
-from broker.models import Message, MessageClass
+from broker.models import ClaimEnd, Message, MessageClass
 from broker.refusals import Refusal
 from broker.runner.backends import ReplyBackend, ReplyFailed, TurnCancelled
 from broker.runner.claims import try_claim
 from broker.runner.lease import Held, LeaseKeeper
-from broker.runner.pending import FAILED_PREFIX, PendingThread, pending_messages
+from broker.runner.pending import PendingThread, pending_messages
 from broker.runner.turns import read_turn
 
 logger = logging.getLogger("mosaic.runner")
 
-DONE_REASON = "done"
+# Sentences for people; the runner decides on the ClaimEnd beside them.
 SHUTDOWN_REASON = "runner stopped"
+FAILED_PREFIX = "failed: "
 REASON_LENGTH = 200
 
 
@@ -88,7 +90,12 @@ def run_thread(
         # expire and be retried at once, over and over. If even that fails, the lease runs out.
         logger.exception("run=%s claim=%s failed", run, claim.pk)
         with suppress(Exception):
-            _release(actor, claim.pk, f"{FAILED_PREFIX}run error ({type(error).__name__})")
+            _release(
+                actor,
+                claim.pk,
+                ClaimEnd.FAILED,
+                f"{FAILED_PREFIX}run error ({type(error).__name__})",
+            )
         outcome = RunOutcome.FAILED
     finally:
         keeper.forget(claim.pk)
@@ -104,7 +111,7 @@ def _answer(
         while True:
             pending = list(pending_messages(thread_id=held.thread_id).select_related("thread"))
             if not pending:
-                actions.end_claim(actor, claim_id=claim_id, reason=DONE_REASON)
+                actions.end_claim(actor, claim_id=claim_id, how=ClaimEnd.DONE)
                 return RunOutcome.DONE
             for message in pending:
                 if shutting_down.is_set():
@@ -113,18 +120,18 @@ def _answer(
     except TurnCancelled:
         if held.ended:
             return RunOutcome.STOPPED
-        _release(actor, claim_id, SHUTDOWN_REASON)
+        _release(actor, claim_id, ClaimEnd.SHUT_DOWN, SHUTDOWN_REASON)
         return RunOutcome.SHUT_DOWN
     except ReplyFailed as error:
         logger.warning("run=%s claim=%s reply failed: %s", actor.run, claim_id, error)
-        _release(actor, claim_id, f"{FAILED_PREFIX}{error}")
+        _release(actor, claim_id, ClaimEnd.FAILED, f"{FAILED_PREFIX}{error}")
         return RunOutcome.FAILED
     except Refusal as refusal:
         if refusal.code == refusals.CLAIM_ENDED:
             return RunOutcome.STOPPED
         # The lists or the message no longer allow this reply; retrying at once would spin.
         logger.warning("run=%s claim=%s refused %s", actor.run, claim_id, refusal.code)
-        _release(actor, claim_id, f"{FAILED_PREFIX}reply refused ({refusal.code})")
+        _release(actor, claim_id, ClaimEnd.FAILED, f"{FAILED_PREFIX}reply refused ({refusal.code})")
         return RunOutcome.FAILED
 
 
@@ -146,10 +153,10 @@ def _reply(actor: Actor, held: Held, message: Message, *, backend: ReplyBackend)
     )
 
 
-def _release(actor: Actor, claim_id: int, reason: str) -> None:
-    """End the run's claim; one that ended already needs nothing more."""
+def _release(actor: Actor, claim_id: int, how: ClaimEnd, reason: str) -> None:
+    """End the run's claim `how`; one that ended already needs nothing more."""
     try:
-        actions.end_claim(actor, claim_id=claim_id, reason=reason[:REASON_LENGTH])
+        actions.end_claim(actor, claim_id=claim_id, how=how, reason=reason[:REASON_LENGTH])
     except Refusal as refusal:
         if refusal.code != refusals.CLAIM_ENDED:
             raise

@@ -42,7 +42,7 @@ class ProjectsView(ChatView):
     )
     def get(self, request: Request) -> Response:
         projects = selectors.list_projects(self.actor(), **list_query(request))
-        return Response({"projects": shapes.ProjectOut(projects, many=True).data})
+        return Response({"projects": shapes.ProjectOut(projects, many=True).data})  # type: ignore[arg-type]
 
     @extend_schema(
         operation_id="projects_create",
@@ -95,7 +95,7 @@ class ThreadsView(ChatView):
             query=query.pop("q", None),
             **query,
         )
-        return Response({"threads": shapes.ThreadOut(threads, many=True).data})
+        return Response({"threads": shapes.ThreadOut(threads, many=True).data})  # type: ignore[arg-type]
 
     @extend_schema(
         operation_id="threads_create",
@@ -137,7 +137,7 @@ class ThreadMessagesView(ChatView):
         messages = selectors.thread_messages(
             self.actor(), thread_id=thread_id, **list_query(request)
         )
-        return Response({"messages": shapes.MessageOut(messages, many=True).data})
+        return Response({"messages": shapes.MessageOut(messages, many=True).data})  # type: ignore[arg-type]
 
     @extend_schema(
         operation_id="thread_messages_send",
@@ -205,7 +205,7 @@ class StopView(ChatView):
         def write() -> Response:
             data = parse(self.AssistantStopInput, request.data)
             stopped = actions.stop_assistant(self.actor(), instance=data.get("instance"))
-            return Response({"stopped": shapes.StoppedOut(stopped, many=True).data})
+            return Response({"stopped": shapes.StoppedOut(stopped, many=True).data})  # type: ignore[arg-type]
 
         return self.answer_once(request, write)
 
@@ -227,7 +227,7 @@ class MessagesView(ChatView):
     def get(self, request: Request) -> Response:
         view = selectors.messages_view(self.actor(), **list_query(request))
         return Response(
-            {"messages": shapes.MessageOut(view.rows, many=True).data, "count": view.count}
+            {"messages": shapes.MessageOut(view.rows, many=True).data, "count": view.count}  # type: ignore[arg-type]
         )
 
 
@@ -244,7 +244,7 @@ class InboxView(ChatView):
     )
     def get(self, request: Request) -> Response:
         decisions = selectors.read_inbox(self.actor(), **list_query(request))
-        return Response({"decisions": shapes.DecisionOut(decisions, many=True).data})
+        return Response({"decisions": shapes.DecisionOut(decisions, many=True).data})  # type: ignore[arg-type]
 
 
 class TrailView(ChatView):
@@ -260,4 +260,4 @@ class TrailView(ChatView):
     )
     def get(self, request: Request) -> Response:
         rows = selectors.read_trail(self.actor(), **list_query(request))
-        return Response({"rows": shapes.TrailRowOut(rows, many=True).data})
+        return Response({"rows": shapes.TrailRowOut(rows, many=True).data})  # type: ignore[arg-type]

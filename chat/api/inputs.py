@@ -42,7 +42,7 @@ class StrictString(serializers.CharField):
         if not isinstance(data, str):
             self.fail("invalid")
         try:
-            return fields.clean_text(data, what=self.field_name)
+            return fields.clean_text(data, what=self.field_name or "value")
         except Refusal as refusal:
             raise serializers.ValidationError(refusal.detail) from None
 
@@ -67,7 +67,7 @@ class QueryNumber(serializers.IntegerField):
 
     def to_internal_value(self, data: Any) -> int:
         try:
-            return fields.parse_id(data, what=self.field_name)
+            return fields.parse_id(data, what=self.field_name or "id")
         except Refusal:
             self.fail("invalid")
 

@@ -27,7 +27,7 @@ class ThreadOut(serializers.Serializer[Thread]):
     project = serializers.IntegerField(source="project_id")
     name = serializers.CharField()
     owner = serializers.CharField()
-    instance = serializers.CharField(source="instance.name")
+    instance = serializers.CharField(source="instance.name")  # type: ignore[assignment]
     created_at = serializers.DateTimeField()
 
 

@@ -20,6 +20,7 @@ from broker import actions, idempotency, refusals, selectors
 from broker.actors import Actor
 from broker.models import (
     Business,
+    ClaimEnd,
     Decision,
     Event,
     EventKind,
@@ -223,6 +224,11 @@ FILTERS: dict[str, FilterCase] = {
     "event-business": lambda r: (Event, {"business__id__exact": r.other.pk}, Q(business=r.other)),
     "claim-open": lambda r: (ThreadClaim, {"state": "open"}, Q(ended_at__isnull=True)),
     "claim-ended": lambda r: (ThreadClaim, {"state": "ended"}, Q(ended_at__isnull=False)),
+    "claim-ended-how": lambda r: (
+        ThreadClaim,
+        {"ended_how__exact": ClaimEnd.DONE},
+        Q(ended_how=ClaimEnd.DONE),
+    ),
     "claim-owner-tester": lambda r: (
         ThreadClaim,
         {"owner_kind": "tester"},

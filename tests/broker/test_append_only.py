@@ -370,6 +370,19 @@ def test_update_thread_instance_under_messages_refused(business: Business) -> No
     assert Thread.objects.get().instance.name == "assistant"
 
 
+def test_update_thread_instance_to_other_end_of_its_messages_refused(business: Business) -> None:
+    """SPEC §3: once a thread has messages its instance is fixed, even for an instance that is
+    at the other end of every message (a thread's instance is whom its turns go to)."""
+    helper = make_instance(business, "helper")
+    thread = make_thread(business)
+    make_message(thread, business=business, from_role="assistant", to_role="helper")
+
+    with refused(guards.THREAD_MESSAGES_REFUSED), transaction.atomic():
+        Thread.objects.filter(pk=thread.pk).update(instance=helper)
+
+    assert Thread.objects.get().instance.name == "assistant"
+
+
 def test_update_thread_instance_without_messages_accepted(business: Business) -> None:
     """SPEC §3: a thread with no messages yet may change instance within its business."""
     helper = make_instance(business, "helper")
@@ -480,6 +493,76 @@ def test_update_project_business_under_threads_refused(
         Project.objects.filter(pk=thread.project_id).update(business=other_business)
 
     assert Project.objects.get(pk=thread.project_id).business == business
+
+
+def test_update_project_business_without_threads_refused(
+    business: Business, other_business: Business
+) -> None:
+    """SPEC §3: a project's business is immutable, threads or not."""
+    project = make_project(business)
+
+    with refused(guards.PROJECT_BUSINESS_REFUSED), transaction.atomic():
+        Project.objects.filter(pk=project.pk).update(business=other_business)
+
+    assert Project.objects.get(pk=project.pk).business == business
+
+
+def test_save_project_unchanged_business_accepted(business: Business) -> None:
+    """SPEC §3: saving a project again (every column written) passes while its business stays."""
+    project = make_project(business)
+    project.name = "renamed"
+    project.save()
+
+    assert Project.objects.get(pk=project.pk).name == "renamed"
+
+
+# --- A thread's owner is immutable ------------------------------------------------------------
+
+
+def save_owner(thread: Thread, owner: str) -> None:
+    thread.owner = owner
+    thread.save()
+
+
+def update_owner(thread: Thread, owner: str) -> None:
+    Thread.objects.filter(pk=thread.pk).update(owner=owner)
+
+
+def raw_update_owner(thread: Thread, owner: str) -> None:
+    raw("UPDATE broker_thread SET owner = %s WHERE id = %s", [owner, thread.pk])
+
+
+@pytest.mark.parametrize(
+    "write", [save_owner, update_owner, raw_update_owner], ids=lambda f: f.__name__
+)
+@pytest.mark.parametrize(
+    ("before", "after"), [("tester", "ada"), ("ada", "tester"), ("ada", "grace")]
+)
+def test_update_thread_owner_refused(
+    business: Business, before: str, after: str, write: Callable[[Thread, str], None]
+) -> None:
+    """SPEC §3 (R9): a thread never changes owner; tester to human would carry it across the
+    wall, by any ORM path or raw SQL."""
+    thread = Thread.objects.create(
+        project=make_project(business),
+        name="chat",
+        owner=before,
+        instance=Instance.objects.get(business=business, name="assistant"),
+    )
+
+    with refused(guards.THREAD_OWNER_REFUSED), transaction.atomic():
+        write(thread, after)
+
+    assert Thread.objects.get(pk=thread.pk).owner == before
+
+
+def test_save_thread_unchanged_owner_accepted(business: Business) -> None:
+    """SPEC §3: saving a thread again (every column written) passes while its owner stays."""
+    thread = make_thread(business)
+    thread.name = "renamed"
+    thread.save()
+
+    assert Thread.objects.get(pk=thread.pk).name == "renamed"
 
 
 # --- Flush: the one command that lifts the guards ---------------------------------------------

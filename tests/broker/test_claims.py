@@ -5,12 +5,14 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from broker import actions, refusals, selectors
 from broker.actors import Actor
 from broker.models import (
     Business,
+    ClaimEnd,
     Event,
     EventKind,
     Instance,
@@ -278,3 +280,87 @@ def test_decision_create_from_tester_thread_refuses_tester_thread_human(
         == refusals.TESTER_THREAD_HUMAN
     )
     assert selectors.read_inbox(human) == []
+
+
+# --- how a claim ended: a typed field beside the sentence -------------------------------------
+
+
+def test_claim_end_by_run_records_how_and_sentence(assistant_run: Actor, human_thread) -> None:
+    """A run's release is `done`, with the sentence for people beside it."""
+    claim = factories.claim(assistant_run, human_thread)
+
+    ended = actions.end_claim(assistant_run, claim_id=claim.pk)
+
+    assert (ended.ended_how, ended.end_reason) == (ClaimEnd.DONE, "done")
+    event = Event.objects.filter(kind=EventKind.CLAIM_ENDED).get()
+    assert (event.body["how"], event.body["reason"]) == ("done", "done")
+
+
+@pytest.mark.parametrize("how", [ClaimEnd.FAILED, ClaimEnd.SHUT_DOWN])
+def test_claim_end_by_run_failed_or_shut_down_recorded(
+    assistant_run: Actor, human_thread, how: ClaimEnd
+) -> None:
+    claim = factories.claim(assistant_run, human_thread)
+
+    actions.end_claim(assistant_run, claim_id=claim.pk, how=how, reason="why, for people")
+
+    assert ThreadClaim.objects.get(pk=claim.pk).ended_how == how
+
+
+@pytest.mark.parametrize(
+    "how", [ClaimEnd.STOPPED, ClaimEnd.INSTANCE_ENDED, ClaimEnd.LEASE_EXPIRED, "whatever"]
+)
+def test_claim_end_by_run_as_another_actors_end_refused_invalid(
+    assistant_run: Actor, human_thread, how: str
+) -> None:
+    """A run cannot pass its own release off as a stop, an instance end or an expiry."""
+    claim = factories.claim(assistant_run, human_thread)
+
+    assert (
+        code_of(lambda: actions.end_claim(assistant_run, claim_id=claim.pk, how=how))
+        == refusals.INVALID
+    )
+    assert ThreadClaim.objects.get(pk=claim.pk).is_open
+
+
+@pytest.mark.parametrize(
+    ("who", "how"), [("human", ClaimEnd.STOPPED), ("staff", ClaimEnd.INSTANCE_ENDED)]
+)
+def test_stop_and_instance_end_record_how(
+    request: pytest.FixtureRequest, assistant_run: Actor, human_thread, who: str, how: ClaimEnd
+) -> None:
+    """R13, R14: `assistant.stop` ends claims `stopped`, `instance.end` `instance-ended`."""
+    claim = factories.claim(assistant_run, human_thread)
+    actor: Actor = request.getfixturevalue(who)
+
+    if who == "human":
+        actions.stop_assistant(actor)
+    else:
+        actions.end_instance(actor, instance="assistant")
+
+    assert ThreadClaim.objects.get(pk=claim.pk).ended_how == how
+
+
+def test_claim_open_after_lease_ran_out_records_lease_expired(
+    assistant_run: Actor, other_run: Actor, human_thread
+) -> None:
+    """SPEC §7: the expiry is typed `lease-expired`."""
+    first = factories.claim(assistant_run, human_thread)
+    ThreadClaim.objects.filter(pk=first.pk).update(
+        lease_expires_at=timezone.now() - timedelta(seconds=1)
+    )
+
+    actions.open_claim(other_run, thread_id=human_thread.pk)
+
+    assert ThreadClaim.objects.get(pk=first.pk).ended_how == ClaimEnd.LEASE_EXPIRED
+
+
+def test_claim_open_has_no_how_until_it_ends(assistant_run: Actor, human_thread) -> None:
+    """The database refuses an open claim with an end, or an ended one without (constraint)."""
+    claim = factories.claim(assistant_run, human_thread)
+    assert claim.ended_how == ""
+
+    with pytest.raises(IntegrityError), transaction.atomic():
+        ThreadClaim.objects.filter(pk=claim.pk).update(ended_how=ClaimEnd.DONE)
+    with pytest.raises(IntegrityError), transaction.atomic():
+        ThreadClaim.objects.filter(pk=claim.pk).update(ended_at=timezone.now())

@@ -62,6 +62,15 @@ class Cluster:
         return not state.exists() or state.read_text().split()[2] != "Z"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def no_stray_database_sessions() -> Iterator[None]:
+    """Overrides the suite's fixture of this name, which ends stray sessions on the test
+    database before it is dropped: no test here uses Django's test database, so none is created,
+    and that fixture would connect to the configured database (`make faults`' default does not
+    exist on a fresh machine). The cluster's own database is made and dropped by `cluster`."""
+    yield
+
+
 def _postgres_url() -> str:
     url = os.environ.get("DATABASE_URL", "")
     if not url.startswith("postgres"):

@@ -28,7 +28,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connection, connections
 
-from broker.boot import refuse_invalid_businesses
+from broker.boot import refuse_invalid_businesses, refuse_unguarded_database
 from broker.management.commands.serve import is_loopback
 
 START_SECONDS = 60.0
@@ -169,6 +169,7 @@ class Command(BaseCommand):
         call_command("migrate", interactive=False, verbosity=0)
         call_command("setupdemo", stdout=self.stdout)
         refuse_invalid_businesses()
+        refuse_unguarded_database()
         # The children open their own connections; this process needs none while it waits.
         connections.close_all()
 

@@ -2,8 +2,8 @@
 
 The guards (`broker.guards`) refuse DELETE and TRUNCATE on the append-only tables, so Django's
 flush — DELETE on SQLite, TRUNCATE on PostgreSQL — and with it every `TransactionTestCase`
-teardown would fail. This command is the only code that lifts them. It drops the guards, runs
-Django's flush and reinstalls them, all in one transaction: other connections never see the
+teardown would fail. This command lifts them (as `migrate` does on SQLite). It drops the guards,
+runs Django's flush and reinstalls them, all in one transaction: other connections never see the
 tables unguarded, and if the flush fails the drop is rolled back with it. Asked interactively,
 the tables stay locked until the answer. A database without the guards (migration 0002 not
 applied) is flushed as it is.

@@ -10,7 +10,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from broker.boot import refuse_invalid_businesses
+from broker.boot import refuse_invalid_businesses, refuse_unguarded_database
 from broker.models import Business, Instance
 from broker.runner.service import DEFAULT_CONCURRENCY, Runner
 
@@ -32,6 +32,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         # No run starts while a stored business is refused (R4, R5), as no listener does.
         refuse_invalid_businesses()
+        refuse_unguarded_database()
         business_id = None
         if options["business"]:
             business = Business.objects.filter(slug=options["business"]).first()

@@ -15,7 +15,7 @@ from daphne.cli import CommandLineInterface  # type: ignore[import-untyped]
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from broker.boot import refuse_invalid_businesses
+from broker.boot import refuse_invalid_businesses, refuse_unguarded_database
 from broker.runner.service import Runner
 
 APPLICATIONS = {
@@ -54,6 +54,7 @@ class Command(BaseCommand):
         # Refuse before printing a URL nobody could use; the ASGI module refuses again on
         # import, for servers started without this command.
         refuse_invalid_businesses()
+        refuse_unguarded_database()
         endpoints = []
         if listener in ("both", "human"):
             endpoints.append((settings.MOSAIC_HUMAN_HOST, settings.MOSAIC_HUMAN_PORT))

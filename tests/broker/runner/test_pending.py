@@ -5,11 +5,12 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.db import transaction
 from django.utils import timezone
 
 from broker import actions
 from broker.actors import Actor
-from broker.models import Business, Message, ThreadClaim
+from broker.models import Business, ClaimEnd, Message, ThreadClaim
 from broker.runner.pending import pending_messages, pending_threads
 from tests.broker import factories
 
@@ -131,15 +132,45 @@ def test_pending_messages_turn_before_instance_end_is_not_pending(
     assert pending_ids() == []
 
 
-@pytest.mark.parametrize("reason", ["done", "lease-expired", "runner stopped", "failed: boom"])
+@pytest.mark.parametrize("how", [ClaimEnd.DONE, ClaimEnd.SHUT_DOWN, ClaimEnd.FAILED])
 def test_pending_messages_claim_released_without_stop_leaves_turn_pending(
-    human: Actor, assistant_run: Actor, product, reason: str
+    human: Actor, assistant_run: Actor, product, how: ClaimEnd
 ) -> None:
-    """A release, an expiry, a shutdown or a failure is no stop: the turn is still owed."""
+    """A release, a shutdown or a failure is no stop: the turn is still owed."""
     thread = factories.thread(human, product, "work")
     turn = send(human, thread)
     claim = factories.claim(assistant_run, thread)
-    actions.end_claim(assistant_run, claim_id=claim.pk, reason=reason)
+    actions.end_claim(assistant_run, claim_id=claim.pk, how=how)
+    assert pending_ids() == [turn.pk]
+
+
+def test_pending_messages_claim_expired_leaves_turn_pending(
+    human: Actor, assistant_run: Actor, product
+) -> None:
+    """SPEC §7: a dead run's expired lease is no stop: the turn is still owed."""
+    thread = factories.thread(human, product, "work")
+    turn = send(human, thread)
+    claim = factories.claim(assistant_run, thread)
+    with transaction.atomic():
+        actions.do_expire_claim(
+            ThreadClaim.objects.select_for_update().get(pk=claim.pk),
+            business_id=claim.thread.project.business_id,
+        )
+    assert ThreadClaim.objects.get(pk=claim.pk).ended_how == ClaimEnd.LEASE_EXPIRED
+    assert pending_ids() == [turn.pk]
+
+
+@pytest.mark.parametrize("sentence", ["stopped by the human", "instance ended by root"])
+def test_pending_messages_release_worded_as_stop_leaves_turn_pending(
+    human: Actor, assistant_run: Actor, product, sentence: str
+) -> None:
+    """The runner decides on how a claim ended, never on its sentence: a run's release that
+    reads like a stop does not drop the turn."""
+    thread = factories.thread(human, product, "work")
+    turn = send(human, thread)
+    claim = factories.claim(assistant_run, thread)
+    actions.end_claim(assistant_run, claim_id=claim.pk, how=ClaimEnd.DONE, reason=sentence)
+    assert ThreadClaim.objects.get(pk=claim.pk).end_reason == sentence
     assert pending_ids() == [turn.pk]
 
 
@@ -211,9 +242,22 @@ def test_pending_threads_recently_failed_waits_out_retry_period(
     thread = factories.thread(human, product, "work")
     send(human, thread)
     claim = factories.claim(assistant_run, thread)
-    actions.end_claim(assistant_run, claim_id=claim.pk, reason="failed: APITimeoutError")
+    actions.end_claim(
+        assistant_run, claim_id=claim.pk, how=ClaimEnd.FAILED, reason="failed: APITimeoutError"
+    )
     assert pending_threads(limit=10, retry_after=RETRY) == []
     later = timezone.now() + RETRY + timedelta(seconds=1)
     assert [p.thread_id for p in pending_threads(limit=10, retry_after=RETRY, now=later)] == [
         thread.pk
     ]
+
+
+def test_pending_threads_failure_worded_otherwise_still_waits_out_retry_period(
+    human: Actor, assistant_run: Actor, product
+) -> None:
+    """Decision (Runs): the back-off follows a `failed` end, whatever its sentence says."""
+    thread = factories.thread(human, product, "work")
+    send(human, thread)
+    claim = factories.claim(assistant_run, thread)
+    actions.end_claim(assistant_run, claim_id=claim.pk, how=ClaimEnd.FAILED, reason="timeout")
+    assert pending_threads(limit=10, retry_after=RETRY) == []

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('broker', '0003_idempotent_writes'),
+        ('broker', '0005_claim_ended_how'),
     ]
 
     operations = [

@@ -1,0 +1,143 @@
+"""The make targets the README documents do what it says they do."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+
+from tests.console.server import CLEARED, answers, free_port
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def planned(target: str) -> list[str]:
+    """The commands `make <target>` would run, without running them (`make -n`)."""
+    result = subprocess.run(
+        ["make", "--no-print-directory", "-n", target],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return [line.strip() for line in result.stdout.splitlines()]
+
+
+def test_check_code_target_runs_makemigrations_check() -> None:
+    """`make test` fails when a model change has no migration (`check-code` runs the check)."""
+    assert ".venv/bin/python manage.py makemigrations --check --dry-run" in planned("check-code")
+
+
+def test_make_run_serves_both_listeners(tmp_path: Path) -> None:
+    """README: `make run` sets up a fresh database and serves both listeners until stopped."""
+    human_port, tester_port = free_port(), free_port()
+    while tester_port == human_port:
+        tester_port = free_port()
+    environment = {
+        **{name: value for name, value in os.environ.items() if name not in CLEARED},
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
+        "MOSAIC_HUMAN_HOST": "127.0.0.1",
+        "MOSAIC_HUMAN_PORT": str(human_port),
+        "MOSAIC_TESTER_HOST": "127.0.0.1",
+        "MOSAIC_TESTER_PORT": str(tester_port),
+        "MOSAIC_DEMO_PASSWORD": "make-run-password",
+        "MOSAIC_ASSISTANT_BACKEND": "offline",
+        "PYTHONUNBUFFERED": "1",
+    }
+    environment.pop("REDIS_URL", None)
+    log = tmp_path / "make-run.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            ["make", "--no-print-directory", "run"],
+            cwd=ROOT,
+            env=environment,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # make, serve and daphne stop together
+        )
+    try:
+        deadline = time.monotonic() + 120
+        while not (answers(human_port) and answers(tester_port)):
+            assert process.poll() is None, log.read_text(errors="replace")[-4000:]
+            assert time.monotonic() < deadline, log.read_text(errors="replace")[-4000:]
+            time.sleep(0.1)
+        human = httpx.get(f"http://127.0.0.1:{human_port}/", timeout=10)
+        tester = httpx.get(f"http://127.0.0.1:{tester_port}/", timeout=10)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    assert human.status_code < 500 and tester.status_code == 200, (human, tester)
+    assert "human Console:" in log.read_text(errors="replace")
+
+
+def test_cluster_tests_on_missing_database_end_clean() -> None:
+    """`make faults` on a fresh machine: the configured database does not exist, and the run
+    (here, the package's one test that starts no cluster) ends without an error at teardown."""
+    missing = f"mosaic_missing_{uuid.uuid4().hex[:12]}"
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "tests/cluster/test_setup.py"],
+        cwd=ROOT,
+        env={**os.environ, "DATABASE_URL": f"postgres://postgres@127.0.0.1:5432/{missing}"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    assert "1 passed" in result.stdout and "error" not in result.stdout
+
+
+# Documented targets no CI step and no test runs, and why. Each is run by hand before a release.
+NOT_RUN_IN_CI = {
+    "mutation": "mutmut over the gates and guards takes far longer than the rest of CI",
+    "fuzz": "the full fuzzing; the suite runs the same fuzzers, bounded, on every CI run",
+    "bench": "rewrites docs/benchmarks.md from minutes of timing on a quiet machine",
+    "bench-quick": "a timing run whose figures need a quiet machine; it passes or fails nothing",
+    "cluster": "serves until stopped; `make faults` starts the same `manage.py cluster`",
+    "faults": "takes over two minutes; run it before a release as the README gives it",
+}
+# Documented targets a test of the suite invokes as typed.
+RUN_BY_TESTS = {"run": "test_make_run_serves_both_listeners"}
+
+
+def make_targets() -> set[str]:
+    text = (ROOT / "Makefile").read_text()
+    return set(re.findall(r"^([a-z][a-z-]*):", text, flags=re.MULTILINE))
+
+
+def documented_targets() -> set[str]:
+    """Every make target the README names."""
+    words = re.findall(r"\bmake ([a-z][a-z-]*)", (ROOT / "README.md").read_text())
+    return set(words) & make_targets()
+
+
+def ci_targets() -> set[str]:
+    """Every make target `.ci/run` runs."""
+    lines = (ROOT / ".ci" / "run").read_text().splitlines()
+    commands = [line for line in lines if not line.lstrip().startswith(("#", "echo"))]
+    return set(re.findall(r"\bmake ([a-z][a-z-]*)", "\n".join(commands)))
+
+
+def test_documented_make_targets_each_run_in_ci_or_a_test() -> None:
+    """Every target the README documents runs in CI or in a test, or is listed with a reason."""
+    unexercised = documented_targets() - ci_targets() - set(RUN_BY_TESTS)
+    assert unexercised == set(NOT_RUN_IN_CI)
+    assert all(name in globals() for name in RUN_BY_TESTS.values())
+
+
+def test_ci_runs_deploy_check() -> None:
+    """`make deploy-check` (README, Production) runs in CI as typed."""
+    assert "deploy-check" in ci_targets()
