@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from django.conf import settings
-from django.db import connection
+from django.db import connection, models
 from django.utils import timezone
 
 from broker import policy, refusals
@@ -106,27 +106,39 @@ def access_tester_actor(*, business_slug: str) -> Actor:
     return Actor.tester(business_id=business.pk)
 
 
+# The columns of `access_thread`'s read, in order: the thread's own, then what a turn decides on.
+_THREAD_COLUMNS = ("id", "project_id", "name", "owner", "instance_id", "created_at")
+_INSTANCE_COLUMNS = ("id", "business_id", "name", "role_id")
+_ROLE_COLUMNS = ("id", "business_id", "name", "receive_from", "send_to", "cross_role")
+
+
 def _thread_read(*, lock: bool) -> str:
     """The one read behind `access_thread`, written out (see its docstring)."""
-    thread, project, business = (
-        Thread._meta.db_table,
-        Project._meta.db_table,
-        Business._meta.db_table,
+    tables = {
+        "thread": Thread._meta.db_table,
+        "project": Project._meta.db_table,
+        "business": Business._meta.db_table,
+        "instance": Instance._meta.db_table,
+        "role": RoleDefinition._meta.db_table,
+        "claim": ThreadClaim._meta.db_table,
+    }
+    columns = ", ".join(
+        [
+            *(f"t.{column}" for column in _THREAD_COLUMNS),
+            "b.tester_enabled",
+            *(f"i.{column}" for column in _INSTANCE_COLUMNS),
+            *(f"r.{column}" for column in _ROLE_COLUMNS),
+            f"(SELECT c.run FROM {tables['claim']} c"
+            " WHERE c.thread_id = t.id AND c.ended_at IS NULL LIMIT 1)",
+        ]
     )
-    instance, role = Instance._meta.db_table, RoleDefinition._meta.db_table
-    claim = ThreadClaim._meta.db_table
     sql = (
-        f"SELECT t.id, t.project_id, t.name, t.owner, t.instance_id, t.created_at,"
-        f" b.tester_enabled, i.business_id, i.name, i.role_id, r.business_id, r.name,"
-        f" r.receive_from, r.send_to, r.cross_role,"
-        f" (SELECT c.run FROM {claim} c WHERE c.thread_id = t.id AND c.ended_at IS NULL"
-        f"  LIMIT 1)"
-        f" FROM {thread} t"
-        f" JOIN {project} p ON p.id = t.project_id"
-        f" JOIN {business} b ON b.id = p.business_id"
-        f" JOIN {instance} i ON i.id = t.instance_id"
-        f" JOIN {role} r ON r.id = i.role_id"
-        f" WHERE t.id = %s AND p.business_id = %s"
+        f"SELECT {columns} FROM {tables['thread']} t"
+        f" JOIN {tables['project']} p ON p.id = t.project_id"
+        f" JOIN {tables['business']} b ON b.id = p.business_id"
+        f" JOIN {tables['instance']} i ON i.id = t.instance_id"
+        f" JOIN {tables['role']} r ON r.id = i.role_id"
+        " WHERE t.id = %s AND p.business_id = %s"
     )
     if lock and connection.features.has_select_for_update_of:
         sql += " FOR UPDATE OF t"
@@ -153,35 +165,33 @@ def access_thread(actor: Actor, *, thread_id: int, lock: bool = False) -> Thread
         # While the tester is off it learns nothing, not even that the id is unknown.
         access_tester_switch(actor)
         raise Refusal(refusals.NOT_FOUND, "No such thread.")
-    tester_enabled, holder = bool(row[6]), row[15]
+    values = iter(row)
+    thread_values = [next(values) for _ in _THREAD_COLUMNS]
+    tester_enabled = bool(next(values))
+    instance_values = [next(values) for _ in _INSTANCE_COLUMNS]
+    role_values = [next(values) for _ in _ROLE_COLUMNS]
+    holder = next(values)
+    thread = _loaded(Thread, _THREAD_COLUMNS, thread_values)
     if actor.is_tester and not tester_enabled:
         raise _tester_off()
-    if row[3] != policy.owner(actor):
+    if thread.owner != policy.owner(actor):
         raise Refusal(refusals.THREAD_NOT_OWNED, "This thread belongs to someone else.")
-    alias = connection.alias
-    lists = [
-        _converted(RoleDefinition._meta.get_field(name), value)
-        for name, value in zip(_LISTS, row[12:15], strict=True)
-    ]
-    role = RoleDefinition.from_db(
-        alias, ["id", "business_id", "name", *_LISTS], [row[9], row[10], row[11], *lists]
-    )
-    instance = Instance.from_db(
-        alias, ["id", "business_id", "name", "role_id"], [row[4], row[7], row[8], row[9]]
-    )
-    instance.role = role
-    created_at = Thread._meta.get_field("created_at")
-    thread = Thread.from_db(
-        alias,
-        ["id", "project_id", "name", "owner", "instance_id", "created_at"],
-        [*row[:5], _converted(created_at, row[5])],
-    )
-    thread.instance = instance
+    thread.instance = _loaded(Instance, _INSTANCE_COLUMNS, instance_values)
+    thread.instance.role = _loaded(RoleDefinition, _ROLE_COLUMNS, role_values)
     thread.holder = holder or ""  # type: ignore[attr-defined]
     return thread
 
 
-_LISTS = ("receive_from", "send_to", "cross_role")
+M = TypeVar("M", bound=models.Model)
+
+
+def _loaded(model: type[M], columns: tuple[str, ...], values: list[Any]) -> M:
+    """A model instance from its columns' raw values, converted as the ORM converts them."""
+    converted = [
+        _converted(model._meta.get_field(column), value)
+        for column, value in zip(columns, values, strict=True)
+    ]
+    return model.from_db(connection.alias, list(columns), converted)
 
 
 def _converted(field: Any, value: object) -> object:
