@@ -70,3 +70,33 @@ def test_rolled_back_write_pushes_nothing(human: Actor, django_capture_on_commit
         except RuntimeError:
             pass
     assert pending == []
+
+
+def test_trail_row_outside_the_stream_lock_is_refused(human: Actor) -> None:
+    """Rows commit in id order only under the business's stream lock: a writer that stores a
+    trail row without `appending` fails at once, on every database."""
+    from django.db import transaction
+
+    with pytest.raises(RuntimeError), transaction.atomic():
+        actions.do_record_trail(
+            business_id=human.business_id,
+            thread=None,
+            message=None,
+            from_role="human",
+            from_run="human-cli",
+            to_role="assistant",
+            actor=human,
+            text="unlocked",
+        )
+    with actions.appending(human.business_id):
+        row = actions.do_record_trail(
+            business_id=human.business_id,
+            thread=None,
+            message=None,
+            from_role="human",
+            from_run="human-cli",
+            to_role="assistant",
+            actor=human,
+            text="locked",
+        )
+    assert row.text.endswith("locked")

@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from django.db import transaction
 from django.utils import timezone
 
 from broker import actions
@@ -151,10 +150,10 @@ def test_pending_messages_claim_expired_leaves_turn_pending(
     thread = factories.thread(human, product, "work")
     turn = send(human, thread)
     claim = factories.claim(assistant_run, thread)
-    with transaction.atomic():
+    business_id = claim.thread.project.business_id
+    with actions.appending(business_id):
         actions.do_expire_claim(
-            ThreadClaim.objects.select_for_update().get(pk=claim.pk),
-            business_id=claim.thread.project.business_id,
+            ThreadClaim.objects.select_for_update().get(pk=claim.pk), business_id=business_id
         )
     assert ThreadClaim.objects.get(pk=claim.pk).ended_how == ClaimEnd.LEASE_EXPIRED
     assert pending_ids() == [turn.pk]
