@@ -67,11 +67,25 @@ class Target:
         if self.kind == "baseline":
             return f"ws://127.0.0.1:{self.port}/ws/chat/"
         if quiet_thread is not None:
-            return f"ws://127.0.0.1:{self.port}/ws/chat/threads/{quiet_thread}/"
+            return f"ws://127.0.0.1:{self.port}/ws/chat/threads/{quiet_thread}/?batch=1"
         # Start after the newest row: a Console opened now, not a replay of earlier runs.
         rows = (await pool.get("/api/trail?limit=1")).json()["rows"]
         after = rows[-1]["id"] if rows else 0
-        return f"ws://127.0.0.1:{self.port}/ws/trail/?after={after}"
+        return f"ws://127.0.0.1:{self.port}/ws/trail/?after={after}&batch=1"
+
+
+# The product's Consoles ask for the rows of one read in one frame (`batch=1`), as its own
+# Console page does; the baseline sends one frame per row.
+SEVERAL_ROWS = {"trail.rows": ("trail.row", "row"), "messages": ("message", "message")}
+
+
+def row_frames(text: str) -> list[str]:
+    """A frame as one-row frames: a frame of several rows is split, in order."""
+    if not text.startswith('{"type": "trail.rows"') and not text.startswith('{"type": "messages"'):
+        return [text]
+    frame = json.loads(text)
+    single, field = SEVERAL_ROWS[frame["type"]]
+    return [json.dumps({"type": single, field: row}) for row in frame["rows"]]
 
 
 class Console:
@@ -111,28 +125,32 @@ class Console:
         try:
             async for frame in self.socket:
                 now = time.perf_counter()
-                text = frame if isinstance(frame, str) else frame.decode()
-                if self.keep_frames:
-                    self.frames.append((now, text))
-                found = TAG.search(text)
-                if found is None or found.group(1) != self.run:
-                    continue
-                seq = int(found.group(2))
-                if seq in self.arrivals:
-                    self.duplicates += 1
-                    continue
-                # Out of order: a row arriving after one with a greater id (the order of
-                # commits, which is not the order the sends were due in).
-                row_id = ROW_ID.search(text)
-                if row_id is not None:
-                    if int(row_id.group(1)) < self.highest_id:
-                        self.out_of_order += 1
-                    self.highest_id = max(self.highest_id, int(row_id.group(1)))
-                self.arrivals[seq] = now
+                for text in row_frames(frame if isinstance(frame, str) else frame.decode()):
+                    self.arrived(now, text)
         except Exception:
             pass
         finally:
             self.closed_code = self.socket.close_code
+
+    def arrived(self, now: float, text: str) -> None:
+        """One row's frame arrived at `now`."""
+        if self.keep_frames:
+            self.frames.append((now, text))
+        found = TAG.search(text)
+        if found is None or found.group(1) != self.run:
+            return
+        seq = int(found.group(2))
+        if seq in self.arrivals:
+            self.duplicates += 1
+            return
+        # Out of order: a row arriving after one with a greater id (the order of commits,
+        # which is not the order the sends were due in).
+        row_id = ROW_ID.search(text)
+        if row_id is not None:
+            if int(row_id.group(1)) < self.highest_id:
+                self.out_of_order += 1
+            self.highest_id = max(self.highest_id, int(row_id.group(1)))
+        self.arrivals[seq] = now
 
     async def close(self) -> None:
         if self.socket is not None:

@@ -60,20 +60,36 @@ def actor_for(scope: dict[str, Any], listener: str) -> Actor:
     return access_human_actor(username=user.get_username())
 
 
-def cursor(scope: dict[str, Any]) -> int:
-    """The `after` query parameter: a non-negative id, 0 when absent."""
+def query(scope: dict[str, Any]) -> dict[str, list[str]]:
     from urllib.parse import parse_qs
 
-    values = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("after", ["0"])
+    return parse_qs(scope.get("query_string", b"").decode("latin-1"))
+
+
+def cursor(scope: dict[str, Any]) -> int:
+    """The `after` query parameter: a non-negative id, 0 when absent."""
+    values = query(scope).get("after", ["0"])
     if len(values) != 1:
         raise Refusal(refusals.INVALID, "after must be one non-negative id.")
     return fields.parse_id(values[0], what="after cursor")
 
 
+def batched(scope: dict[str, Any]) -> bool:
+    """The `batch` query parameter: `1` asks for the rows of one read in one frame."""
+    values = query(scope).get("batch", ["0"])
+    if values not in (["0"], ["1"]):
+        raise Refusal(refusals.INVALID, "batch is 0 or 1.")
+    return values == ["1"]
+
+
 class StreamConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
     """A stream of rows after a cursor: replay from the database, then live, in id order."""
 
+    # One row: {"type": frame_type, field: row}; several read together, to a socket that
+    # asked for them with `batch=1`: {"type": rows_type, "rows": [row, ...]}.
     frame_type = ""
+    field = ""
+    rows_type = ""
 
     def __init__(self, *, listener: str, **kwargs: Any) -> None:
         # Bound per listener by its routes (`as_asgi(listener=…)`), never read from the request.
@@ -84,6 +100,7 @@ class StreamConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
         try:
             self.actor = await database_sync_to_async(actor_for)(self.scope, self.listener)
             self.last_id = cursor(self.scope)
+            self.batch = batched(self.scope)
             await database_sync_to_async(self.authorise)()
         except Refusal as refusal:
             await self.close(code=close_code(refusal.code))
@@ -152,10 +169,19 @@ class StreamConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
         raise NotImplementedError
 
     def frames_after(self, after: int) -> Frames:
-        return [
-            (row_id, json.dumps({"type": self.frame_type, **row}))
-            for row_id, row in self.rows_after(after)
-        ]
+        """Each row after `after` with its JSON, encoded once for every socket sharing the read."""
+        return [(row_id, json.dumps(row)) for row_id, row in self.rows_after(after)]
+
+    async def send_frames(self, frames: Frames) -> None:
+        """The rows of one read: one frame each, or (`batch=1`) one frame for them all."""
+        if self.batch and len(frames) > 1:
+            rows = ", ".join(text for _, text in frames)
+            await self.send(text_data=f'{{"type": "{self.rows_type}", "rows": [{rows}]}}')
+            self.last_id = frames[-1][0]
+            return
+        for row_id, text in frames:
+            await self.send(text_data=f'{{"type": "{self.frame_type}", "{self.field}": {text}}}')
+            self.last_id = row_id
 
     # --- the loop ---
 
@@ -172,9 +198,7 @@ class StreamConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
                         read=partial(self.frames_after, self.last_id),
                         not_before=not_before,
                     )
-                    for row_id, text in frames:
-                        await self.send(text_data=text)
-                        self.last_id = row_id
+                    await self.send_frames(frames)
                     if len(frames) == BATCH:
                         continue
                     if began > self.nudged or self.last_id >= self.nudged_id:
@@ -276,6 +300,8 @@ class TrailConsumer(StreamConsumer):
     """`/ws/trail/`: every trail row the actor may read (R16 labels, R20 scoping)."""
 
     frame_type = "trail.row"
+    field = "row"
+    rows_type = "trail.rows"
 
     def group_name(self) -> str:
         return events.trail_group(self.actor.business_id)
@@ -288,13 +314,15 @@ class TrailConsumer(StreamConsumer):
 
     def rows_after(self, after: int) -> list[tuple[int, dict[str, Any]]]:
         rows = selectors.read_trail(self.actor, after=after, limit=BATCH)
-        return [(row.pk, {"row": shapes.TrailRowOut(row).data}) for row in rows]
+        return [(row.pk, shapes.TrailRowOut(row).data) for row in rows]
 
 
 class ThreadConsumer(StreamConsumer):
     """`/ws/chat/threads/ID/`: one thread's messages, to its owner only (R1)."""
 
     frame_type = "message"
+    field = "message"
+    rows_type = "messages"
 
     @property
     def thread_id(self) -> int:
@@ -313,4 +341,4 @@ class ThreadConsumer(StreamConsumer):
         messages = selectors.thread_messages(
             self.actor, thread_id=self.thread_id, after=after, limit=BATCH
         )
-        return [(message.pk, {"message": shapes.MessageOut(message).data}) for message in messages]
+        return [(message.pk, shapes.MessageOut(message).data) for message in messages]

@@ -200,9 +200,10 @@ function showStatus(node, kind, text) {
   node.textContent = text;
 }
 
-// One live stream: frames of `type` carry a row under `field`. Renders each row whose id is
-// beyond the last one taken, and reconnects after that id with back-off until stopped.
-function openStream({ path, type, field, after, onRow, status }) {
+// One live stream: frames of `type` carry a row under `field`, and frames of `rowsType` the
+// rows of one read under `rows` (asked for with `batch=1`). Renders each row whose id is beyond
+// the last one taken, and reconnects after that id with back-off until stopped.
+function openStream({ path, type, field, rowsType, after, onRow, status }) {
   let last = after;
   let socket = null;
   let timer = null;
@@ -211,7 +212,7 @@ function openStream({ path, type, field, after, onRow, status }) {
 
   const url = () => {
     const scheme = location.protocol === "https:" ? "wss" : "ws";
-    return `${scheme}://${location.host}${path}?after=${last}`;
+    return `${scheme}://${location.host}${path}?after=${last}&batch=1`;
   };
 
   function connect() {
@@ -237,10 +238,14 @@ function openStream({ path, type, field, after, onRow, status }) {
       say($("alert"), frame.detail ?? frame.error, "error");
       return;
     }
-    const row = frame.type === type ? frame[field] : null;
-    if (!row || typeof row.id !== "number" || row.id <= last) return;
-    last = row.id;
-    onRow(row);
+    let rows = [];
+    if (frame.type === type) rows = [frame[field]];
+    else if (frame.type === rowsType && Array.isArray(frame.rows)) rows = frame.rows;
+    for (const row of rows) {
+      if (!row || typeof row.id !== "number" || row.id <= last) continue;
+      last = row.id;
+      onRow(row);
+    }
   }
 
   function closed(code) {
@@ -477,6 +482,7 @@ async function openThread(id) {
     path: `/ws/chat/threads/${id}/`,
     type: "message",
     field: "message",
+    rowsType: "messages",
     after: messages.newest,
     onRow: (row) => {
       messages.add(row);
@@ -576,6 +582,7 @@ async function startTrail() {
     path: "/ws/trail/",
     type: "trail.row",
     field: "row",
+    rowsType: "trail.rows",
     after: trail.newest,
     onRow: (row) => {
       trail.add(row);

@@ -251,7 +251,9 @@ def test_human_socket_with_tester_header_is_closed(world, name: bytes) -> None:
     assert async_to_sync(scenario)() == (False, close_code("tester-listener-required"))
 
 
-@pytest.mark.parametrize("query", ["after=-1", "after=x", "after=1&after=2"])
+@pytest.mark.parametrize(
+    "query", ["after=-1", "after=x", "after=1&after=2", "batch=2", "batch=yes", "batch=1&batch=1"]
+)
 def test_socket_bad_cursor_is_refused(world, query: str) -> None:
     async def scenario() -> tuple[bool, int | None]:
         return await socket(TESTER, f"/ws/trail/?{query}").connect()
@@ -548,3 +550,49 @@ def test_nudge_to_many_sockets_costs_no_thread_hop_per_socket(world, monkeypatch
         return counted_hops
 
     assert async_to_sync(scenario)() == 0
+
+
+@pytest.mark.parametrize(
+    ("path", "thread_key", "single", "several", "field"),
+    [
+        ("/ws/trail/", None, "trail.row", "trail.rows", "row"),
+        ("/ws/chat/threads/{}/", "tester_thread", "message", "messages", "message"),
+    ],
+)
+def test_socket_with_batch_gets_rows_read_together_in_one_frame(
+    world, path: str, thread_key: str | None, single: str, several: str, field: str
+) -> None:
+    """Cheaper fan-out: with `batch=1` the rows of one read go out as one frame, in id order;
+    a read of one row is the one-row frame; without it, every row is its own frame."""
+    tester = world["tester"]
+    thread_id = world["tester_thread"].pk
+    for body in ("one", "two", "three"):
+        actions.send_to_thread(tester, thread_id=thread_id, body=body)
+    url = path.format(world[thread_key].pk) if thread_key else path
+
+    async def scenario(query: str, count: int) -> list[dict[str, Any]]:
+        communicator = socket(TESTER, f"{url}?{query}")
+        assert (await communicator.connect())[0]
+        replayed = await frames(communicator, count)
+        await sync_to_async(actions.send_to_thread)(tester, thread_id=thread_id, body="four")
+        live = await frames(communicator, 1)
+        assert await communicator.receive_nothing(timeout=0.05)
+        await communicator.disconnect()
+        return replayed + live
+
+    batched = async_to_sync(scenario)("batch=1", 1)
+    assert [frame["type"] for frame in batched] == [several, single]
+    rows = [*batched[0]["rows"], batched[1][field]]
+    assert [row["id"] for row in rows] == sorted(row["id"] for row in rows)
+    assert [row.get("body", row.get("text", "")).rsplit(" ", 1)[-1] for row in rows] == [
+        "one",
+        "two",
+        "three",
+        "four",
+    ]
+    # Four rows stored by now, each its own frame, then the fifth live.
+    plain = async_to_sync(scenario)("batch=0", 4)
+    assert [frame["type"] for frame in plain] == [single] * 5
+    ids = [frame[field]["id"] for frame in plain]
+    assert ids[:4] == [row["id"] for row in rows]
+    assert ids == sorted(ids)
