@@ -54,7 +54,7 @@ MOSAIC_HTTP_WORKERS = env.int("MOSAIC_HTTP_WORKERS", default=2)
 MOSAIC_HTTP_QUEUE_SECONDS = env.float("MOSAIC_HTTP_QUEUE_SECONDS", default=2.0)
 # PostgreSQL: the connection pool of each process (workers, sockets' reads, runs).
 MOSAIC_DB_POOL_SIZE = env.int("MOSAIC_DB_POOL_SIZE", default=10)
-MOSAIC_DB_POOL_TIMEOUT = env.float("MOSAIC_DB_POOL_TIMEOUT", default=10.0)
+MOSAIC_DB_POOL_TIMEOUT = env.float("MOSAIC_DB_POOL_TIMEOUT", default=2.0)
 MOSAIC_CLAIM_LEASE_SECONDS = env.float("MOSAIC_CLAIM_LEASE_SECONDS", default=30.0)
 # A request body over this many bytes is refused `too-large` before it is read.
 MOSAIC_REQUEST_MAX_BYTES = env.int("MOSAIC_REQUEST_MAX_BYTES", default=256 * 1024)
@@ -204,8 +204,13 @@ elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
         "min_size": 1,
         "max_size": MOSAIC_DB_POOL_SIZE,
-        # A thread that waits this long for a connection fails `unavailable` (503 / 4503).
+        # A thread that waits this long for a connection fails `unavailable` (503 / 4503):
+        # with the workers fewer than the pool's slots, only an outage makes one wait.
         "timeout": MOSAIC_DB_POOL_TIMEOUT,
+        # The pool retries a lost server with doubling delays; giving up after a few seconds
+        # lets the next request start afresh at once, so service resumes as soon as the
+        # server is back instead of after the last, longest delay.
+        "reconnect_timeout": 5.0,
     }
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
