@@ -107,7 +107,6 @@ NOT_RUN_IN_CI = {
     "bench": "rewrites docs/benchmarks.md from minutes of timing on a quiet machine",
     "bench-quick": "a timing run whose figures need a quiet machine; it passes or fails nothing",
     "cluster": "serves until stopped; `make faults` starts the same `manage.py cluster`",
-    "faults": "takes over two minutes; run it before a release as the README gives it",
 }
 # Documented targets a test of the suite invokes as typed.
 RUN_BY_TESTS = {"run": "test_make_run_serves_both_listeners"}
