@@ -6,5 +6,5 @@ class ChatConfig(AppConfig):
     verbose_name = "Mosaic bus chat"
 
     def ready(self) -> None:
-        from chat import signals  # noqa: F401  (closes a signed-out session's sockets)
+        from chat import checks, signals  # noqa: F401  (L9's check; signed-out sockets close)
         from chat.api import schema  # noqa: F401  (registers the schema's session scheme)

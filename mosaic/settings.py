@@ -45,6 +45,13 @@ if MOSAIC_PRODUCTION and not all(o.startswith("https://") for o in MOSAIC_HUMAN_
 MOSAIC_CONSOLE_SEND = env.bool("MOSAIC_CONSOLE_SEND", default=True)
 MOSAIC_PROXY_USER_HEADER = env.str("MOSAIC_PROXY_USER_HEADER", default="")
 MOSAIC_TRUSTED_PROXIES = env.list("MOSAIC_TRUSTED_PROXIES", default=[])
+# L9: the secret the trusted proxy sends in `X-Mosaic-Proxy-Secret` with every request. An
+# address alone proves nothing on a shared host: any local process could name the human.
+MOSAIC_PROXY_SECRET = env.str("MOSAIC_PROXY_SECRET", default="")
+if MOSAIC_PROXY_USER_HEADER.strip() and not MOSAIC_PROXY_SECRET:
+    raise ImproperlyConfigured(
+        "mosaic.E010: MOSAIC_PROXY_USER_HEADER is set but MOSAIC_PROXY_SECRET is not."
+    )
 MOSAIC_NAME_MAX = env.int("MOSAIC_NAME_MAX", default=200)
 MOSAIC_BODY_MAX = env.int("MOSAIC_BODY_MAX", default=32_000)
 MOSAIC_CLAIM_LEASE_SECONDS = env.float("MOSAIC_CLAIM_LEASE_SECONDS", default=30.0)
