@@ -5,12 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
+from django.contrib import admin
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.csrf import ensure_csrf_cookie
+from rest_framework.exceptions import Throttled
 
 from broker import refusals
 from chat.errors import error_response
+from chat.sign_in_throttle import address_of, check_sign_in_allowed
 
 
 def not_found(request: HttpRequest, exception: Exception | None = None) -> JsonResponse:
@@ -28,6 +31,20 @@ def server_error(request: HttpRequest, *args: Any) -> JsonResponse:
 
 def csrf_failure(request: HttpRequest, reason: str = "") -> JsonResponse:
     return error_response(refusals.CSRF_FAILED, f"CSRF check failed: {reason}")
+
+
+def admin_sign_in(request: HttpRequest, extra_context: dict[str, Any] | None = None) -> Any:
+    """Admin's sign-in, held to the same throttle as the Console's (`chat.sign_in_throttle`)."""
+    if request.method == "POST":
+        try:
+            check_sign_in_allowed(
+                username=str(request.POST.get("username", "")), address=address_of(request)
+            )
+        except Throttled as throttled:
+            response = error_response(refusals.TOO_MANY_REQUESTS, str(throttled.detail))
+            response["Retry-After"] = str(throttled.wait)
+            return response
+    return admin.site.login(request, extra_context)
 
 
 @ensure_csrf_cookie
