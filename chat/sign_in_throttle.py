@@ -76,7 +76,8 @@ def check_sign_in_allowed(*, username: str, address: str) -> None:
         address,
         wait,
     )
-    raise Throttled(wait=wait, detail=f"Too many failed sign-ins; retry in {wait} seconds.")
+    # DRF adds the wait to the sentence ("Expected available in N seconds.").
+    raise Throttled(wait=wait, detail="Too many failed sign-ins.")
 
 
 def record_sign_in_failure(*, username: str, address: str) -> None:
