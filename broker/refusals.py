@@ -33,6 +33,7 @@ CLAIM_ENDED: Final = "claim-ended"
 TOO_LARGE: Final = "too-large"
 UNSUPPORTED_MEDIA_TYPE: Final = "unsupported-media-type"
 IDEMPOTENCY_KEY_REUSED: Final = "idempotency-key-reused"
+TOO_MANY_REQUESTS: Final = "too-many-requests"
 UNAVAILABLE: Final = "unavailable"
 INVALID_BUSINESS: Final = "invalid-business"
 INVALID_MESSAGING: Final = "invalid-messaging"
@@ -65,6 +66,7 @@ CODES: Final = frozenset(
         TOO_LARGE,
         UNSUPPORTED_MEDIA_TYPE,
         IDEMPOTENCY_KEY_REUSED,
+        TOO_MANY_REQUESTS,
         UNAVAILABLE,
         INVALID_BUSINESS,
         INVALID_MESSAGING,

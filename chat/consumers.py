@@ -32,6 +32,7 @@ from broker.refusals import Refusal
 from chat.api import shapes
 from chat.api.parsers import load_json
 from chat.errors import close_code
+from chat.session_checks import SharedSignInChecks, sign_in_of
 from chat.shared_reads import Frames, SharedReads, tick
 
 logger = logging.getLogger("mosaic.chat")
@@ -41,6 +42,8 @@ BATCH = 500
 
 # Per process: the reads of every socket this server holds.
 SHARED_READS = SharedReads()
+# Per process: the sign-in checks of the human sockets opened with a session.
+SIGN_IN_CHECKS = SharedSignInChecks()
 # How often every socket renews its group memberships and reads once more (`Resync`).
 RESYNC_SECONDS = 10.0
 
@@ -106,6 +109,7 @@ class StreamConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
             await self.close(code=close_code(refusal.code))
             return
         self.wanted = asyncio.Event()
+        self.sign_in = sign_in_of(self.scope) if self.listener == "human" else None
         self.groups_joined = [self.group_name(), *self.session_groups()]
         for group in self.groups_joined:
             await self.channel_layer.group_add(group, self.channel_name)
@@ -131,11 +135,25 @@ class StreamConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
         try:
             for group in self.groups_joined:
                 await self.channel_layer.group_add(group, self.channel_name)
+            await self.check_signed_in(not_before=tick())
+        except Refusal as refusal:
+            # The sign-in ended while the socket was idle: it ends with it.
+            await self.close(code=close_code(refusal.code))
+            return True
         except Exception:
             await self.close(code=close_code(refusals.UNAVAILABLE))
             return False
         self.want_read()
         return True
+
+    async def check_signed_in(self, *, not_before: int) -> None:
+        """Refuse `not-authenticated` once the session this socket was opened with no longer
+        signs its user in (deleted, expired, user deactivated, password changed), by a check
+        that began at `not_before` or later. Sockets without a session sign-in pass."""
+        if self.sign_in is None:
+            return
+        if not await SIGN_IN_CHECKS.is_signed_in(self.sign_in, not_before=not_before):
+            raise Refusal(refusals.NOT_AUTHENTICATED, "The session has ended; sign in again.")
 
     def session_groups(self) -> list[str]:
         session = self.scope.get("session")
@@ -198,6 +216,9 @@ class StreamConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
                         read=partial(self.frames_after, self.last_id),
                         not_before=not_before,
                     )
+                    if frames:
+                        # No row leaves after the sign-in ended: checked after the read began.
+                        await self.check_signed_in(not_before=began)
                     await self.send_frames(frames)
                     if len(frames) == BATCH:
                         continue
@@ -207,7 +228,7 @@ class StreamConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
                     # predate the row. Read once more, from a read that began after the nudge.
                     not_before = self.nudged
         except Refusal as refusal:
-            # Access ended (signed out, tester switched off): the socket ends with it.
+            # Access ended (signed out, session ended, tester switched off): the socket ends.
             await self.close(code=close_code(refusal.code))
         except asyncio.CancelledError:
             raise

@@ -8,6 +8,7 @@ database that is down. Nothing is answered with a bare 500.
 from __future__ import annotations
 
 import logging
+import math
 from typing import Any
 
 from django.db import DatabaseError, InterfaceError, OperationalError
@@ -50,6 +51,7 @@ STATUS: dict[str, int] = {
     refusals.TOO_LARGE: 413,
     refusals.UNSUPPORTED_MEDIA_TYPE: 415,
     refusals.IDEMPOTENCY_KEY_REUSED: 422,
+    refusals.TOO_MANY_REQUESTS: 429,
     refusals.UNAVAILABLE: 503,
     # Configuration refusals never reach a request (no listener starts on them); listed so
     # the table stays total over the broker's codes.
@@ -67,6 +69,7 @@ _DRF_CODES: tuple[tuple[type[exceptions.APIException], str], ...] = (
     (exceptions.MethodNotAllowed, METHOD_NOT_ALLOWED),
     (exceptions.NotFound, refusals.NOT_FOUND),
     (exceptions.NotAcceptable, refusals.INVALID),
+    (exceptions.Throttled, refusals.TOO_MANY_REQUESTS),
 )
 
 
@@ -129,4 +132,13 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     headers = {}
     if code == refusals.UNAVAILABLE:
         headers["Retry-After"] = "1"
+    if isinstance(exc, exceptions.Throttled):
+        headers["Retry-After"] = retry_after(exc)
     return Response(body(code, detail), status=STATUS[code], headers=headers)
+
+
+def retry_after(throttled: exceptions.Throttled) -> str:
+    """The Retry-After of a throttled request: whole seconds, at least one."""
+    # DRF sets `wait` on Throttled; its type stubs do not declare it.
+    wait = getattr(throttled, "wait", None) or 1
+    return str(max(1, math.ceil(wait)))

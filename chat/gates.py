@@ -6,6 +6,7 @@ own `message` and `code`. Ownership is never decided here — that is the broker
 
 from __future__ import annotations
 
+import hmac
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,6 +68,17 @@ class _CsrfCheck(CsrfViewMiddleware):
         return reason
 
 
+def enforce_csrf(request: Request) -> None:
+    """L2: a human write carries Django's CSRF token, whoever authenticated the human."""
+    if not is_write(request):
+        return
+    check = _CsrfCheck(lambda _request: None)  # type: ignore[arg-type]
+    check.process_request(request._request)
+    reason = check.process_view(request._request, None, (), {})  # type: ignore[arg-type]
+    if reason:
+        raise Refusal(refusals.CSRF_FAILED, f"CSRF check failed: {reason}")
+
+
 @dataclass(frozen=True)
 class ProxyUser:
     """The user a trusted proxy named; the actor is what the views use."""
@@ -79,26 +91,59 @@ class ProxyUser:
         return self.username
 
 
-class ProxyUserAuthentication(BaseAuthentication):
-    """L9: a trusted proxy's user header, read only when configured, by its exact name.
+# L9: the header that proves a request came through the trusted proxy (MOSAIC_PROXY_SECRET).
+PROXY_SECRET_HEADER = "X-Mosaic-Proxy-Secret"
+_PROXY_SECRET_NAME = PROXY_SECRET_HEADER.lower().encode("latin-1")
 
-    Only from an address in MOSAIC_TRUSTED_PROXIES, and only when the header occurs exactly once
-    under exactly that name: underscore spellings and duplicates authenticate nobody.
+
+def proxy_username(scope: Any) -> str | None:
+    """L9: the username the trusted proxy named in an ASGI scope (HTTP or WebSocket), or None.
+
+    The one decision for both transports. Only when MOSAIC_PROXY_USER_HEADER and
+    MOSAIC_PROXY_SECRET are both configured, only from an address in MOSAIC_TRUSTED_PROXIES,
+    only with the proxy's secret in `X-Mosaic-Proxy-Secret`, and only when each header occurs
+    exactly once under exactly its name: underscore spellings and duplicates authenticate nobody.
     """
+    name = settings.MOSAIC_PROXY_USER_HEADER.strip().lower().encode("latin-1")
+    secret = settings.MOSAIC_PROXY_SECRET.encode()
+    # No secret fails closed: settings and a system check refuse to start without one, but
+    # neither runs where settings are changed at runtime.
+    if not name or not secret or scope is None:
+        return None
+    client = scope.get("client") or ("", 0)
+    if client[0] not in settings.MOSAIC_TRUSTED_PROXIES:
+        return None
+    headers = scope.get("headers", [])
+    values = [value for key, value in headers if key.lower() == name]
+    proofs = [value for key, value in headers if key.lower() == _PROXY_SECRET_NAME]
+    if len(values) != 1 or len(proofs) != 1 or not hmac.compare_digest(proofs[0], secret):
+        return None
+    return str(values[0].decode("latin-1").strip())
+
+
+class ProxyUserAuthentication(BaseAuthentication):
+    """L9: the human a trusted proxy names (`proxy_username`); writes need the CSRF token too."""
 
     def authenticate(self, request: Request) -> tuple[ProxyUser, Actor] | None:
-        name = settings.MOSAIC_PROXY_USER_HEADER.strip().lower().encode("latin-1")
-        scope = getattr(request._request, "scope", None)
-        if not name or scope is None:
+        username = proxy_username(getattr(request._request, "scope", None))
+        if username is None:
             return None
-        client = scope.get("client") or ("", 0)
-        if client[0] not in settings.MOSAIC_TRUSTED_PROXIES:
-            return None
-        values = [value for key, value in scope.get("headers", []) if key.lower() == name]
-        if len(values) != 1:
-            return None
-        username = values[0].decode("latin-1").strip()
+        enforce_csrf(request)
         return ProxyUser(username), access_human_actor(username=username)
+
+
+def proxy_user_sockets(app: Any) -> Any:
+    """L9's ASGI twin: a human-listener WebSocket the trusted proxy names a user for is that
+    user's, decided by `proxy_username` exactly as over HTTP. Runs inside Channels'
+    `AuthMiddlewareStack`, so the proxy's user wins over a session's, as over HTTP."""
+
+    async def authenticate(scope: Any, receive: Any, send: Any) -> None:
+        username = proxy_username(scope)
+        if username is not None:
+            scope = {**scope, "user": ProxyUser(username)}
+        await app(scope, receive, send)
+
+    return authenticate
 
 
 class HumanSessionAuthentication(BaseAuthentication):
@@ -108,12 +153,7 @@ class HumanSessionAuthentication(BaseAuthentication):
         user = getattr(request._request, "user", None)
         if user is None or not user.is_authenticated or not user.is_active:
             return None
-        if is_write(request):
-            check = _CsrfCheck(lambda _request: None)  # type: ignore[arg-type]
-            check.process_request(request._request)
-            reason = check.process_view(request._request, None, (), {})  # type: ignore[arg-type]
-            if reason:
-                raise Refusal(refusals.CSRF_FAILED, f"CSRF check failed: {reason}")
+        enforce_csrf(request)
         return user, access_human_actor(username=user.get_username())
 
 

@@ -7,12 +7,15 @@ from functools import wraps
 from typing import Any
 
 from django.conf import settings
+from django.contrib import admin
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.csrf import ensure_csrf_cookie
+from rest_framework.exceptions import Throttled
 
 from broker import refusals
-from chat.errors import METHOD_NOT_ALLOWED, error_response
+from chat.errors import METHOD_NOT_ALLOWED, error_response, retry_after
+from chat.sign_in_throttle import address_of, check_sign_in_allowed
 
 PAGE_METHODS = ("GET", "HEAD")
 
@@ -32,6 +35,20 @@ def server_error(request: HttpRequest, *args: Any) -> JsonResponse:
 
 def csrf_failure(request: HttpRequest, reason: str = "") -> JsonResponse:
     return error_response(refusals.CSRF_FAILED, f"CSRF check failed: {reason}")
+
+
+def admin_sign_in(request: HttpRequest, extra_context: dict[str, Any] | None = None) -> Any:
+    """Admin's sign-in, held to the same throttle as the Console's (`chat.sign_in_throttle`)."""
+    if request.method == "POST":
+        try:
+            check_sign_in_allowed(
+                username=str(request.POST.get("username", "")), address=address_of(request)
+            )
+        except Throttled as throttled:
+            response = error_response(refusals.TOO_MANY_REQUESTS, str(throttled.detail))
+            response["Retry-After"] = retry_after(throttled)
+            return response
+    return admin.site.login(request, extra_context)
 
 
 def page(view: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:

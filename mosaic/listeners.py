@@ -292,9 +292,11 @@ def tester_origins() -> list[str]:
 
 def build_human_application(django_http: ASGIApp) -> ASGIApp:
     """The human listener: L1 first, then HTTP (Django, static files) and WebSockets (L7,
-    the session's user)."""
+    the session's user, or the trusted proxy's as over HTTP: L9)."""
     from channels.auth import AuthMiddlewareStack
     from channels.routing import ProtocolTypeRouter
+
+    from chat.gates import proxy_user_sockets
 
     return delivering_pushes(
         refuse_tester_header(
@@ -305,7 +307,8 @@ def build_human_application(django_http: ASGIApp) -> ASGIApp:
                         named(
                             "human",
                             websocket_origin_only(
-                                human_origins, AuthMiddlewareStack(websocket_routes("human"))
+                                human_origins,
+                                AuthMiddlewareStack(proxy_user_sockets(websocket_routes("human"))),
                             ),
                         )
                     ),

@@ -46,6 +46,18 @@ if MOSAIC_PRODUCTION and not all(o.startswith("https://") for o in MOSAIC_HUMAN_
 MOSAIC_CONSOLE_SEND = env.bool("MOSAIC_CONSOLE_SEND", default=True)
 MOSAIC_PROXY_USER_HEADER = env.str("MOSAIC_PROXY_USER_HEADER", default="")
 MOSAIC_TRUSTED_PROXIES = env.list("MOSAIC_TRUSTED_PROXIES", default=[])
+# L9: the secret the trusted proxy sends in `X-Mosaic-Proxy-Secret` with every request. An
+# address alone proves nothing on a shared host: any local process could name the human.
+MOSAIC_PROXY_SECRET = env.str("MOSAIC_PROXY_SECRET", default="")
+if MOSAIC_PROXY_USER_HEADER.strip() and not MOSAIC_PROXY_SECRET:
+    raise ImproperlyConfigured(
+        "mosaic.E010: MOSAIC_PROXY_USER_HEADER is set but MOSAIC_PROXY_SECRET is not."
+    )
+# Sign-in throttle (chat.sign_in_throttle): failed sign-ins allowed per username and per address
+# in one window; past either, sign-ins are refused `too-many-requests` until the window ends.
+MOSAIC_SIGN_IN_USERNAME_LIMIT = env.int("MOSAIC_SIGN_IN_USERNAME_LIMIT", default=10)
+MOSAIC_SIGN_IN_ADDRESS_LIMIT = env.int("MOSAIC_SIGN_IN_ADDRESS_LIMIT", default=50)
+MOSAIC_SIGN_IN_WINDOW_SECONDS = env.int("MOSAIC_SIGN_IN_WINDOW_SECONDS", default=900)
 MOSAIC_NAME_MAX = env.int("MOSAIC_NAME_MAX", default=200)
 MOSAIC_BODY_MAX = env.int("MOSAIC_BODY_MAX", default=32_000)
 # HTTP requests run on this many long-lived worker threads per listener process; a request that
@@ -229,6 +241,20 @@ if REDIS_URL:
     }
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+# The cache holds the sign-in throttle's counters. Several listener processes must share them,
+# so with Redis (which the channel layer already needs there) the cache is Redis too; the
+# embedded single process keeps them in its memory.
+if REDIS_URL:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": "mosaic",
+        }
+    }
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},

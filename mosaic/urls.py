@@ -9,7 +9,7 @@ from chat.api.chat import InboxView
 from chat.api.schema_views import DocsView, SchemaView
 from chat.gates import HUMAN_AUTHENTICATION, HUMAN_GATES, SIGN_IN_GATES
 from chat.routes import api_routes, bind
-from chat.views import console, page
+from chat.views import admin_sign_in, console, page
 
 handler400 = "chat.views.bad_request"
 handler404 = "chat.views.not_found"
@@ -29,6 +29,8 @@ urlpatterns = [
     path("api/schema", SchemaView.as_view(urlconf="mosaic.urls"), name="schema"),
     path("api/docs", DocsView.as_view(url_name="schema"), name="api-docs"),
     path("signin", page(TemplateView.as_view(template_name="signin.html")), name="signin"),
+    # Before admin's own routes: its sign-in is throttled as the Console's is.
+    path("admin/login/", admin_sign_in, name="admin-sign-in"),
     path("admin/", admin.site.urls),
     path("", console, name="console"),
 ]

@@ -17,7 +17,7 @@ from rest_framework.request import Request
 from broker import refusals
 from broker.access import access_tester_actor
 from broker.actors import Actor
-from chat.gates import JsonBody, SameOriginFetch, is_write
+from chat.gates import PROXY_SECRET_HEADER, JsonBody, SameOriginFetch, is_write
 
 # L4: the only routes a tester write may reach — the chat writes and the tester's stop.
 TESTER_WRITE_ROUTES = frozenset(
@@ -76,13 +76,18 @@ def _normalised(name: str) -> str:
 
 
 class NoProxyUserHeader(BasePermission):
-    """L3: no proxy user header reaches the tester listener, under any spelling."""
+    """L3: no proxy user header, nor the proxy's secret, reaches the tester listener, under any
+    spelling."""
 
     message = "The tester listener accepts no proxy user header."
     code = refusals.PROXY_HEADER_REFUSED
 
     def has_permission(self, request: Request, view: Any) -> bool:
-        refused = {*_PROXY_HEADERS, _normalised(settings.MOSAIC_PROXY_USER_HEADER)} - {""}
+        refused = {
+            *_PROXY_HEADERS,
+            _normalised(PROXY_SECRET_HEADER),
+            _normalised(settings.MOSAIC_PROXY_USER_HEADER),
+        } - {""}
         scope = getattr(request._request, "scope", None)
         names = (
             [key.decode("latin-1") for key, _ in scope.get("headers", [])]

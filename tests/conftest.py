@@ -57,6 +57,20 @@ def fast_password_hashing(settings) -> None:
 
 
 @pytest.fixture(autouse=True)
+def fresh_cache(settings) -> None:
+    """Each test starts with no sign-in failures counted: the suite signs in by the hundred
+    from one address, and the throttle's counters live in the cache. The cache is one of the
+    test's own, in memory: clearing the Redis cache would flush the database that the channel
+    layer, and the Console servers' live sockets, share."""
+    settings.CACHES = {
+        "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "test"}
+    }
+    from django.core.cache import cache
+
+    cache.clear()
+
+
+@pytest.fixture(autouse=True)
 def default_listener_addresses(settings) -> None:
     """In-process tests speak to the listeners at their documented addresses, whatever the
     environment running the suite says (servers the tests start choose their own ports)."""

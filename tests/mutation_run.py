@@ -93,17 +93,17 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
     # chat/gates.py
     "chat.gates.xǁJsonBodyǁhas_permission__mutmut_6": ('split(";", )', FIRST_PIECE),
     "chat.gates.xǁJsonBodyǁhas_permission__mutmut_9": ('split(";", 2)', FIRST_PIECE),
-    "chat.gates.xǁProxyUserAuthenticationǁauthenticate__mutmut_22": ('("XXXX", 0)', NO_CLIENT),
-    "chat.gates.xǁProxyUserAuthenticationǁauthenticate__mutmut_23": ('("", 1)', CLIENT_PORT),
-    "chat.gates.xǁProxyUserAuthenticationǁauthenticate__mutmut_28": (
+    "chat.gates.x_proxy_username__mutmut_17": ('("XXXX", 0)', NO_CLIENT),
+    "chat.gates.x_proxy_username__mutmut_18": ('("", 1)', CLIENT_PORT),
+    "chat.gates.x_proxy_username__mutmut_23": (
         '"headers", None)',
         ASGI_HEADERS,
     ),
-    "chat.gates.xǁProxyUserAuthenticationǁauthenticate__mutmut_30": (
+    "chat.gates.x_proxy_username__mutmut_25": (
         'get("headers", )',
         ASGI_HEADERS,
     ),
-    "chat.gates.xǁProxyUserAuthenticationǁauthenticate__mutmut_41": ('"LATIN-1"', CODEC_NAME),
+    "chat.gates.x_proxy_username__mutmut_50": ('"LATIN-1"', CODEC_NAME),
     "chat.gates.xǁSameOriginFetchǁhas_permission__mutmut_6": (
         'get("sec-fetch-site")',
         CASE_INSENSITIVE_HEADERS,
@@ -124,24 +124,24 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         '"allowed_without_send", None',
         FALSY,
     ),
-    "chat.gates.xǁProxyUserAuthenticationǁauthenticate__mutmut_5": ('"LATIN-1"', CODEC_NAME),
-    "chat.gates.xǁHumanSessionAuthenticationǁauthenticate__mutmut_17": (
+    "chat.gates.x_proxy_username__mutmut_5": ('"LATIN-1"', CODEC_NAME),
+    "chat.gates.x_enforce_csrf__mutmut_5": (
         "lambda _request: 0",
         UNUSED_RESPONSE,
     ),
-    "chat.gates.xǁHumanSessionAuthenticationǁauthenticate__mutmut_21": (
+    "chat.gates.x_enforce_csrf__mutmut_9": (
         "None, None, {}",
         CSRF_ARGS,
     ),
-    "chat.gates.xǁHumanSessionAuthenticationǁauthenticate__mutmut_22": ("(), None)", CSRF_ARGS),
+    "chat.gates.x_enforce_csrf__mutmut_10": ("(), None)", CSRF_ARGS),
     # tester/gates.py
-    "tester.gates.xǁNoProxyUserHeaderǁhas_permission__mutmut_4": ('{"XXXX"}', NO_EMPTY_NAME),
-    "tester.gates.xǁNoProxyUserHeaderǁhas_permission__mutmut_18": ('"LATIN-1"', CODEC_NAME),
-    "tester.gates.xǁNoProxyUserHeaderǁhas_permission__mutmut_20": (
+    "tester.gates.xǁNoProxyUserHeaderǁhas_permission__mutmut_5": ('{"XXXX"}', NO_EMPTY_NAME),
+    "tester.gates.xǁNoProxyUserHeaderǁhas_permission__mutmut_19": ('"LATIN-1"', CODEC_NAME),
+    "tester.gates.xǁNoProxyUserHeaderǁhas_permission__mutmut_21": (
         '"headers", None)',
         ASGI_HEADERS,
     ),
-    "tester.gates.xǁNoProxyUserHeaderǁhas_permission__mutmut_22": (
+    "tester.gates.xǁNoProxyUserHeaderǁhas_permission__mutmut_23": (
         'get("headers", )',
         ASGI_HEADERS,
     ),

@@ -164,3 +164,18 @@ def test_production_tester_listener_serves_plain_http_on_loopback(
     answer = fetch(from_loopback, f"http://127.0.0.1:{port}/api/chat/projects")
     assert answer.status_code == 200, answer.text
     assert "strict-transport-security" not in answer.headers
+
+
+def test_settings_with_redis_share_the_cache_between_listener_processes() -> None:
+    """The sign-in throttle counts on Django's cache: with REDIS_URL every listener process
+    counts on Redis, never on a memory of its own."""
+    read = (
+        "import django, os; os.environ['DJANGO_SETTINGS_MODULE'] = 'mosaic.settings'; "
+        "from django.conf import settings; print(settings.CACHES['default']['BACKEND'])"
+    )
+    environment = {**os.environ, "REDIS_URL": "redis://127.0.0.1:6379/0"}
+    environment.pop("DJANGO_SETTINGS_MODULE", None)
+    answer = subprocess.run(
+        [sys.executable, "-c", read], env=environment, capture_output=True, text=True, check=True
+    )
+    assert answer.stdout.strip() == "django.core.cache.backends.redis.RedisCache"

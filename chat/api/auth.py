@@ -15,6 +15,7 @@ from broker.refusals import Refusal
 from chat.api.base import ChatView
 from chat.api.docs import ERRORS
 from chat.api.inputs import StrictInput, StrictString, parse
+from chat.sign_in_throttle import address_of, check_sign_in_allowed
 
 
 class LoginView(ChatView):
@@ -31,6 +32,8 @@ class LoginView(ChatView):
     )
     def post(self, request: Request) -> Response:
         data = parse(self.SignInInput, request.data)
+        # Before the password is checked: a throttled attempt learns nothing (429).
+        check_sign_in_allowed(username=data["username"], address=address_of(request._request))
         user = authenticate(request._request, username=data["username"], password=data["password"])
         if user is None:
             raise Refusal(refusals.NOT_AUTHENTICATED, "Wrong username or password.")

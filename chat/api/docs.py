@@ -24,5 +24,6 @@ ERRORS = {
     413: _ERROR,
     415: _ERROR,
     422: _ERROR,
+    429: _ERROR,
     503: _ERROR,
 }

@@ -123,3 +123,24 @@ def test_setupdemo_weak_password_variable_refuses_and_creates_nothing(
 
     assert not Business.objects.exists()
     assert not get_user_model().objects.exists()
+
+
+@pytest.mark.django_db
+def test_setupdemo_same_password_variable_again_keeps_sessions(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Restarting with the same MOSAIC_DEMO_PASSWORD signs nobody out (session auth hash kept)."""
+    monkeypatch.setenv("MOSAIC_DEMO_PASSWORD", PASSWORD)
+    setupdemo()
+    users = get_user_model().objects
+    hashes = {name: users.get(username=name).get_session_auth_hash() for name in ("ada", "staff")}
+    stored = list(users.order_by("pk").values_list("username", "password"))
+
+    output = setupdemo()
+
+    assert list(users.order_by("pk").values_list("username", "password")) == stored
+    assert {
+        name: users.get(username=name).get_session_auth_hash() for name in ("ada", "staff")
+    } == hashes
+    assert "password set" not in output
+    assert signs_in("ada", PASSWORD)

@@ -26,7 +26,9 @@ def test_view_bound_to_no_listener_refuses_not_found(business) -> None:
 
 
 @override_settings(
-    MOSAIC_PROXY_USER_HEADER="X-Forwarded-User", MOSAIC_TRUSTED_PROXIES=["127.0.0.1"]
+    MOSAIC_PROXY_USER_HEADER="X-Forwarded-User",
+    MOSAIC_TRUSTED_PROXIES=["127.0.0.1"],
+    MOSAIC_PROXY_SECRET="proxy-secret",
 )
 def test_proxy_header_without_asgi_scope_authenticates_nobody(ada: User) -> None:
     """L9: the proxy header is read from the server's scope only; without one, nobody."""
@@ -83,7 +85,9 @@ def test_json_body_of_another_media_type_with_a_json_parameter_is_refused() -> N
 
 
 @override_settings(
-    MOSAIC_PROXY_USER_HEADER="X-Forwarded-User", MOSAIC_TRUSTED_PROXIES=["127.0.0.1"]
+    MOSAIC_PROXY_USER_HEADER="X-Forwarded-User",
+    MOSAIC_TRUSTED_PROXIES=["127.0.0.1"],
+    MOSAIC_PROXY_SECRET="proxy-secret",
 )
 def test_proxy_header_from_trusted_proxy_authenticates_the_named_human(ada: User) -> None:
     """L9: the user DRF sees is the one the proxy named, and the actor is that business's human."""
@@ -91,7 +95,7 @@ def test_proxy_header_from_trusted_proxy_authenticates_the_named_human(ada: User
     request._request.scope = {  # type: ignore[attr-defined]
         "type": "http",
         "client": ("127.0.0.1", 50000),
-        "headers": [(b"x-forwarded-user", b"ada")],
+        "headers": [(b"x-forwarded-user", b"ada"), (b"x-mosaic-proxy-secret", b"proxy-secret")],
     }
     user, actor = ProxyUserAuthentication().authenticate(request)
     assert (user.get_username(), user.is_authenticated) == ("ada", True)

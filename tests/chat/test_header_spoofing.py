@@ -89,20 +89,35 @@ def test_duplicate_write_headers_on_human_listener_are_refused(human_client, ext
         [(b"X-USER", b"ada")],
         [(b"x-auth-user", b"ada")],
         [(b"x_auth_user", b"ada")],
+        [(b"x-mosaic-proxy-secret", b"proxy-secret")],
+        [(b"X_Mosaic_Proxy_Secret", b"proxy-secret")],
     ],
-    ids=["x-user", "x_user", "upper", "configured", "configured-underscore"],
+    ids=[
+        "x-user",
+        "x_user",
+        "upper",
+        "configured",
+        "configured-underscore",
+        "proxy-secret",
+        "proxy-secret-underscore",
+    ],
 )
 @override_settings(MOSAIC_PROXY_USER_HEADER="X-Auth-User")
 def test_proxy_header_spellings_on_tester_listener_are_refused(
     business, broker_calls, proxy
 ) -> None:
-    """L3: no proxy user header, under any spelling, reaches a tester write."""
+    """L3: no proxy user header, nor the proxy's secret, under any spelling, reaches a tester
+    write."""
     answer = raw_request(TESTER, "POST", "/api/chat/projects", [*TESTER_WRITE, *proxy], BODY)
     assert (answer.status, answer.json()["error"]) == (403, "proxy-header-refused")
     assert broker_calls == []
 
 
-@override_settings(MOSAIC_PROXY_USER_HEADER="X-Auth-User", MOSAIC_TRUSTED_PROXIES=["127.0.0.1"])
+@override_settings(
+    MOSAIC_PROXY_USER_HEADER="X-Auth-User",
+    MOSAIC_TRUSTED_PROXIES=["127.0.0.1"],
+    MOSAIC_PROXY_SECRET="proxy-secret",
+)
 @pytest.mark.parametrize(
     ("proxy", "status"),
     [
@@ -121,7 +136,8 @@ def test_proxy_header_look_alikes_authenticate_nobody(business, proxy, status: i
     from django.contrib.auth.models import User
 
     User.objects.create_user("ada", password="x" * 12)
-    answer = raw_request(HUMAN, "GET", "/api/chat/projects", [(b"host", b"127.0.0.1:7332"), *proxy])
+    headers = [(b"host", b"127.0.0.1:7332"), (b"x-mosaic-proxy-secret", b"proxy-secret"), *proxy]
+    answer = raw_request(HUMAN, "GET", "/api/chat/projects", headers)
     assert answer.status == status
 
 

@@ -147,18 +147,32 @@ def test_every_chat_request_logs_one_line_with_user(
     ]
 
 
-@override_settings(MOSAIC_PROXY_USER_HEADER="X-Auth-User", MOSAIC_TRUSTED_PROXIES=["127.0.0.1"])
+@override_settings(
+    MOSAIC_PROXY_USER_HEADER="X-Auth-User",
+    MOSAIC_TRUSTED_PROXIES=["127.0.0.1"],
+    MOSAIC_PROXY_SECRET="proxy-secret",
+)
 def test_proxy_header_authenticates_when_configured(ada: User) -> None:
     """L9: a trusted proxy's configured header names the human."""
     client = ListenerClient(HUMAN)
-    response = client.get("/api/chat/projects", headers={"X-Auth-User": "ada"})
+    response = client.get(
+        "/api/chat/projects",
+        headers={"X-Auth-User": "ada", "X-Mosaic-Proxy-Secret": "proxy-secret"},
+    )
     assert response.status_code == 200
 
 
-@override_settings(MOSAIC_PROXY_USER_HEADER="X-Auth-User", MOSAIC_TRUSTED_PROXIES=["10.0.0.1"])
+@override_settings(
+    MOSAIC_PROXY_USER_HEADER="X-Auth-User",
+    MOSAIC_TRUSTED_PROXIES=["10.0.0.1"],
+    MOSAIC_PROXY_SECRET="proxy-secret",
+)
 def test_proxy_header_from_untrusted_address_is_ignored(ada: User) -> None:
     client = ListenerClient(HUMAN)
-    response = client.get("/api/chat/projects", headers={"X-Auth-User": "ada"})
+    response = client.get(
+        "/api/chat/projects",
+        headers={"X-Auth-User": "ada", "X-Mosaic-Proxy-Secret": "proxy-secret"},
+    )
     assert response.status_code == 401
 
 

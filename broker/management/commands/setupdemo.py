@@ -64,7 +64,7 @@ class Command(BaseCommand):
     def _ensure_user(
         self, username: str, *, password: str, chosen: bool, staff: bool = False
     ) -> bool:
-        """Create `username` if absent; set an existing user's password only when chosen."""
+        """Create `username` if absent; set an existing user's password only when chosen and new."""
         user_model = get_user_model()
         kind = "staff superuser" if staff else "business human"
         user = user_model.objects.filter(username=username).first()
@@ -75,10 +75,14 @@ class Command(BaseCommand):
                 user_model.objects.create_user(username=username, password=password)
             self.stdout.write(f"user '{username}' ({kind}): created")
             return True
-        if chosen:
+        if chosen and not user.check_password(password):
             user.set_password(password)
             user.save(update_fields=["password"])
             self.stdout.write(f"user '{username}' ({kind}): exists, password set")
+        elif chosen:
+            # Saving the same password again would rotate the session auth hash and sign the
+            # user out everywhere at each restart of the embedded run.
+            self.stdout.write(f"user '{username}' ({kind}): exists, password already that")
         else:
             self.stdout.write(f"user '{username}' ({kind}): exists, password unchanged")
         return False
