@@ -2,45 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import Any
-
-from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.http import HttpRequest, HttpResponseBase
 from django.urls import Resolver404, resolve
+from django.utils.deprecation import MiddlewareMixin
 
 from broker import refusals
 from chat.errors import error_response
 from tester.gates import TesterFence, fence_admits
 
 
-class TesterFenceMiddleware:
+class TesterFenceMiddleware(MiddlewareMixin):
     """On the tester listener, a write to any route but the allow-listed chat writes is 403
     `tester-refused`, JSON, before CSRF or any view runs: the Console page, the schema and its
     docs page included, whose views are not DRF's and carry no `TesterFence`. A path that is no
     route there stays 404 `not-found`. Runs after `ListenerMiddleware`, which names the listener.
-
-    Async-capable, as `ListenerMiddleware` is.
     """
 
-    sync_capable = True
-    async_capable = True
-
-    def __init__(self, get_response: Callable[[HttpRequest], Any]) -> None:
-        self.get_response = get_response
-        self.is_async = iscoroutinefunction(get_response)
-        if self.is_async:
-            markcoroutinefunction(self)
-
-    def __call__(self, request: HttpRequest) -> HttpResponseBase | Awaitable[HttpResponseBase]:
-        if self.is_async:
-            return self._acall(request)
-        refused = _refused(request)
-        return refused if refused is not None else self.get_response(request)
-
-    async def _acall(self, request: HttpRequest) -> HttpResponseBase:
-        refused = _refused(request)
-        return refused if refused is not None else await self.get_response(request)
+    def process_request(self, request: HttpRequest) -> HttpResponseBase | None:
+        return _refused(request)
 
 
 def _refused(request: HttpRequest) -> HttpResponseBase | None:

@@ -145,20 +145,19 @@ class RawAnswer:
         return jsonlib.loads(self.body)
 
 
-def raw_request(
+def http_scope(
     listener: str,
     method: str,
     path: str,
     headers: list[tuple[bytes, bytes]],
     body: bytes = b"",
     client: tuple[str, int] = ("127.0.0.1", 50000),
-) -> RawAnswer:
-    """One request as a raw ASGI scope: header names and duplicates exactly as given, which
-    HTTP clients (and Django's test client) would normalise away."""
+) -> dict[str, Any]:
+    """An HTTP scope as daphne builds it, header names and duplicates exactly as given."""
     port = settings.MOSAIC_HUMAN_PORT if listener == HUMAN else settings.MOSAIC_TESTER_PORT
     if body and not any(name.lower() == b"content-length" for name, _ in headers):
         headers = [*headers, (b"content-length", str(len(body)).encode())]
-    scope = {
+    return {
         "type": "http",
         "asgi": {"version": "3.0"},
         "http_version": "1.1",
@@ -173,30 +172,43 @@ def raw_request(
         "server": ("127.0.0.1", port),
     }
 
-    async def run() -> RawAnswer:
-        # Not asgiref's ApplicationCommunicator: it runs the application in an empty context,
-        # which would send Django's views to another thread, off the test's transaction.
-        sent: list[dict[str, Any]] = []
-        inputs = [{"type": "http.request", "body": body, "more_body": False}]
 
-        finished = asyncio.Event()
+async def call(app: Any, scope: dict[str, Any], body: bytes = b"") -> RawAnswer:
+    """One request through an ASGI application, on the running loop."""
+    # Not asgiref's ApplicationCommunicator: it runs the application in an empty context,
+    # which would send Django's views to another thread, off the test's transaction.
+    sent: list[dict[str, Any]] = []
+    inputs = [{"type": "http.request", "body": body, "more_body": False}]
+    finished = asyncio.Event()
 
-        async def receive() -> dict[str, Any]:
-            if inputs:
-                return inputs.pop(0)
-            # The client stays connected until the answer is complete.
-            await finished.wait()
-            return {"type": "http.disconnect"}
+    async def receive() -> dict[str, Any]:
+        if inputs:
+            return inputs.pop(0)
+        # The client stays connected until the answer is complete.
+        await finished.wait()
+        return {"type": "http.disconnect"}
 
-        async def send(message: dict[str, Any]) -> None:
-            sent.append(message)
-            if message["type"] == "http.response.body" and not message.get("more_body"):
-                finished.set()
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+        if message["type"] == "http.response.body" and not message.get("more_body"):
+            finished.set()
 
-        await application(listener)(scope, receive, send)
-        start = sent[0]
-        answer = b"".join(m.get("body", b"") for m in sent[1:])
-        return RawAnswer(start["status"], start["headers"], answer)
+    await app(scope, receive, send)
+    start = sent[0]
+    answer = b"".join(m.get("body", b"") for m in sent[1:])
+    return RawAnswer(start["status"], start["headers"], answer)
 
+
+def raw_request(
+    listener: str,
+    method: str,
+    path: str,
+    headers: list[tuple[bytes, bytes]],
+    body: bytes = b"",
+    client: tuple[str, int] = ("127.0.0.1", 50000),
+) -> RawAnswer:
+    """One request as a raw ASGI scope: header names and duplicates exactly as given, which
+    HTTP clients (and Django's test client) would normalise away."""
+    scope = http_scope(listener, method, path, headers, body, client)
     with test_database_kept_open():
-        return async_to_sync(run)()
+        return async_to_sync(call)(application(listener), scope, body)

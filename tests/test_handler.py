@@ -7,7 +7,6 @@ database connections: they need committed data (`transactional_db`).
 from __future__ import annotations
 
 import asyncio
-import json
 import threading
 from typing import Any
 
@@ -23,81 +22,51 @@ from mosaic.handler import Overloaded, WorkerPool
 from mosaic.listeners import build_human_application, http_handler
 from tests.conftest import make_business
 from tests.listener_fixtures import PASSWORD
-from tests.listeners import write_headers
+from tests.listeners import HUMAN, RawAnswer, call, http_scope, write_headers
 
 ORIGIN = "http://127.0.0.1:7332"
 
 
-async def acall(
-    app: Any, method: str, path: str, body: bytes = b"", cookies: str = ""
-) -> dict[str, Any]:
-    """One request through the ASGI application: its status, headers (a list) and body."""
+def headers_for(method: str, cookies: str) -> list[tuple[bytes, bytes]]:
+    """What the human's own page sends: its write headers, with the cookies it holds."""
     headers = [(b"host", b"127.0.0.1:7332")]
     if method != "GET":
+        csrf = next(
+            (
+                part.split("=", 1)[1]
+                for part in cookies.split("; ")
+                if part.startswith("csrftoken=")
+            ),
+            None,
+        )
         headers += [
-            (name.lower().encode(), value.encode())
-            for name, value in write_headers(ORIGIN, _csrf_of(cookies)).items()
+            (k.lower().encode(), v.encode()) for k, v in write_headers(ORIGIN, csrf).items()
         ]
-        headers.append((b"content-length", str(len(body)).encode()))
     if cookies:
         headers.append((b"cookie", cookies.encode()))
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": method,
-        "scheme": "http",
-        "path": path,
-        "raw_path": path.encode(),
-        "query_string": b"",
-        "root_path": "",
-        "headers": headers,
-        "client": ("127.0.0.1", 50000),
-        "server": ("127.0.0.1", 7332),
-    }
-    sent: list[dict[str, Any]] = []
-    finished = asyncio.Event()
-    inputs = [{"type": "http.request", "body": body, "more_body": False}]
-
-    async def receive() -> dict[str, Any]:
-        if inputs:
-            return inputs.pop(0)
-        await finished.wait()
-        return {"type": "http.disconnect"}
-
-    async def send(message: dict[str, Any]) -> None:
-        sent.append(message)
-        if message["type"] == "http.response.body" and not message.get("more_body"):
-            finished.set()
-
-    await app(scope, receive, send)
-    return {
-        "status": sent[0]["status"],
-        "headers": [(k.decode().lower(), v.decode()) for k, v in sent[0]["headers"]],
-        "body": b"".join(m.get("body", b"") for m in sent[1:]),
-    }
+    return headers
 
 
-def call(app: Any, method: str, path: str, body: bytes = b"", cookies: str = "") -> dict[str, Any]:
-    result: dict[str, Any] = async_to_sync(acall)(app, method, path, body, cookies)
-    return result
+async def acall(
+    app: Any, method: str, path: str, body: bytes = b"", cookies: str = ""
+) -> RawAnswer:
+    scope = http_scope(HUMAN, method, path, headers_for(method, cookies), body)
+    return await call(app, scope, body)
 
 
-def header(answer: dict[str, Any], name: str) -> str | None:
-    return next((value for key, value in answer["headers"] if key == name), None)
+def sync_call(app: Any, method: str, path: str, body: bytes = b"", cookies: str = "") -> RawAnswer:
+    answer: RawAnswer = async_to_sync(acall)(app, method, path, body, cookies)
+    return answer
 
 
-def _csrf_of(cookies: str) -> str | None:
-    for part in cookies.split("; "):
-        if part.startswith("csrftoken="):
-            return part.split("=", 1)[1]
-    return None
+def header(answer: RawAnswer, name: str) -> str | None:
+    return next((v.decode() for k, v in answer.headers if k.decode().lower() == name), None)
 
 
-def cookies_of(answer: dict[str, Any]) -> str:
+def cookies_of(answer: RawAnswer) -> str:
     """The cookies an answer set, as a Cookie header."""
     return "; ".join(
-        value.split(";", 1)[0] for key, value in answer["headers"] if key == "set-cookie"
+        v.decode().split(";", 1)[0] for k, v in answer.headers if k.lower() == b"set-cookie"
     )
 
 
@@ -181,8 +150,8 @@ def test_request_path_runs_on_workers_that_keep_their_connection() -> None:
     request_started.connect(record)
     try:
         for _ in range(12):
-            answer = call(app, "GET", "/api/chat/projects")
-            assert answer["status"] == 401
+            answer = sync_call(app, "GET", "/api/chat/projects")
+            assert answer.status == 401
     finally:
         request_started.disconnect(record)
     threads = {name for name, _ in served}
@@ -211,13 +180,13 @@ def test_send_while_every_worker_is_busy_answers_503_retry_after_and_stores_noth
     pool = WorkerPool(size=1, wait=0.2)
     app = build_human_application(http_handler(pool))
     credentials = f'{{"username": "ada", "password": "{PASSWORD}"}}'.encode()
-    login = call(app, "POST", "/api/auth/login", credentials)
-    assert login["status"] == 200, login["body"]
+    login = sync_call(app, "POST", "/api/auth/login", credentials)
+    assert login.status == 200, login.body
     cookies = cookies_of(login)
     path = f"/api/chat/threads/{thread.pk}/messages"
     release = threading.Event()
 
-    async def while_busy() -> dict[str, Any]:
+    async def while_busy() -> RawAnswer:
         holder = asyncio.ensure_future(pool.run(release.wait, 10))
         await asyncio.sleep(0.05)
         try:
@@ -226,11 +195,11 @@ def test_send_while_every_worker_is_busy_answers_503_retry_after_and_stores_noth
             release.set()
             await holder
 
-    busy: dict[str, Any] = async_to_sync(while_busy)()
-    assert busy["status"] == 503
+    busy: RawAnswer = async_to_sync(while_busy)()
+    assert busy.status == 503
     assert header(busy, "retry-after") == "1"
-    assert json.loads(busy["body"])["error"] == refusals.UNAVAILABLE
+    assert busy.json()["error"] == refusals.UNAVAILABLE
     assert Message.objects.count() == 0
-    sent = call(app, "POST", path, b'{"body": "hello"}', cookies)
-    assert sent["status"] == 201, sent["body"]
+    sent = sync_call(app, "POST", path, b'{"body": "hello"}', cookies)
+    assert sent.status == 201, sent.body
     assert Message.objects.count() == 1

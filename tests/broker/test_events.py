@@ -77,26 +77,21 @@ def test_trail_row_outside_the_stream_lock_is_refused(human: Actor) -> None:
     trail row without `appending` fails at once, on every database."""
     from django.db import transaction
 
+    def record(text: str) -> object:
+        return actions.do_record_trail(
+            business_id=human.business_id,
+            thread=None,
+            message=None,
+            from_role="human",
+            from_run="human-cli",
+            to_role="assistant",
+            actor=human,
+            text=text,
+        )
+
     with pytest.raises(RuntimeError), transaction.atomic():
-        actions.do_record_trail(
-            business_id=human.business_id,
-            thread=None,
-            message=None,
-            from_role="human",
-            from_run="human-cli",
-            to_role="assistant",
-            actor=human,
-            text="unlocked",
-        )
+        record("unlocked")
     with actions.appending(human.business_id):
-        row = actions.do_record_trail(
-            business_id=human.business_id,
-            thread=None,
-            message=None,
-            from_role="human",
-            from_run="human-cli",
-            to_role="assistant",
-            actor=human,
-            text="locked",
-        )
-    assert row.text.endswith("locked")
+        row = record("locked")
+    assert TrailRow.objects.filter(pk=row.pk, text__endswith="locked").exists()
+    assert not TrailRow.objects.filter(text__endswith="unlocked").exists()
