@@ -43,11 +43,12 @@ class Route:
 
 
 def routes(listener: str) -> list[Route]:
-    """The listener's routes. Admin (an included URL tree) is Django's own staff site of HTML
-    forms, outside the chat contract, and is left out."""
+    """The listener's routes. Admin (an included URL tree, and the throttled sign-in placed in
+    front of it) is Django's own staff site of HTML forms, outside the chat contract, and is
+    left out."""
     patterns = import_module(URLCONFS[listener]).urlpatterns
     return [
         Route(listener, str(pattern.pattern), pattern.name or "", pattern.callback)
         for pattern in patterns
-        if isinstance(pattern, URLPattern)
+        if isinstance(pattern, URLPattern) and not str(pattern.pattern).startswith("admin/")
     ]
