@@ -63,7 +63,7 @@ MOSAIC_BODY_MAX = env.int("MOSAIC_BODY_MAX", default=32_000)
 # HTTP requests run on this many long-lived worker threads per listener process; a request that
 # finds all busy waits at most MOSAIC_HTTP_QUEUE_SECONDS, then is answered 503 `unavailable`.
 MOSAIC_HTTP_WORKERS = env.int("MOSAIC_HTTP_WORKERS", default=2)
-MOSAIC_HTTP_QUEUE_SECONDS = env.float("MOSAIC_HTTP_QUEUE_SECONDS", default=2.0)
+MOSAIC_HTTP_QUEUE_SECONDS = env.float("MOSAIC_HTTP_QUEUE_SECONDS", default=1.0)
 # PostgreSQL: the connection pool of each process (workers, sockets' reads, runs).
 MOSAIC_DB_POOL_SIZE = env.int("MOSAIC_DB_POOL_SIZE", default=10)
 MOSAIC_DB_POOL_TIMEOUT = env.float("MOSAIC_DB_POOL_TIMEOUT", default=2.0)
