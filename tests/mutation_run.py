@@ -44,6 +44,20 @@ SENTENCE = "changes only the sentence of a refusal; clients read the code (SPEC 
 CASE_INSENSITIVE_HEADERS = "request.headers looks names up case-insensitively"
 CODEC_NAME = "codec names are case-insensitive: the same codec"
 SQLITE_LOCKS = "row locks do not exist on SQLite, where this runs; the PostgreSQL pass covers them"
+SQL_CASE = "SQL keywords and unquoted names are the same in any case"
+CONVERTER_ARGS = "these fields' converters (datetimes, JSON) read no expression or connection"
+SAME_LENGTHS = "the columns and their values come from one column list: always the same length"
+ONE_DATABASE = "one database: nothing reads a loaded instance's database alias"
+ALL_COLUMNS = "each model's columns here are all its concrete fields in order: read by position"
+DEFAULT_UNREAD = "every caller passes the argument: the default is never read"
+AT_IMPORT = (
+    "a decorator's default, read at import before mutmut can switch it; applied by hand, "
+    "test_tester_verb_while_tester_off_refuses_tester_off fails"
+)
+NOT_FOUND_SENTENCE = (
+    "the 404 handler answers its own sentence; the exception's message is never shown"
+)
+NO_EMPTY_METHOD = "Django's request.method is never empty: the fallback is never read"
 CSRF_ARGS = "CsrfViewMiddleware.process_view reads neither the view's args nor its kwargs"
 ASGI_HEADERS = "`headers` is a required key of ASGI scopes: the default is never used"
 ASGI_BODY = "`body` of http.response.body defaults to b'' in ASGI: the same empty answer"
@@ -87,9 +101,28 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
     "broker.access.x_access_claim__mutmut_15": ("XXselfXX", SQLITE_LOCKS),
     "broker.access.x_access_claim__mutmut_16": ('"SELF"', SQLITE_LOCKS),
     "broker.access.x_access_thread__mutmut_1": ("lock: bool = True", SQLITE_LOCKS),
-    "broker.access.x_access_thread__mutmut_12": ("of=None", SQLITE_LOCKS),
-    "broker.access.x_access_thread__mutmut_13": ("XXselfXX", SQLITE_LOCKS),
-    "broker.access.x_access_thread__mutmut_14": ('"SELF"', SQLITE_LOCKS),
+    "broker.access.x_access_thread__mutmut_6": ("_thread_read(lock=None)", SQLITE_LOCKS),
+    "broker.access.x__thread_read__mutmut_39": ('sql = " FOR UPDATE OF t"', SQLITE_LOCKS),
+    "broker.access.x__thread_read__mutmut_40": ('sql -= " FOR UPDATE OF t"', SQLITE_LOCKS),
+    "broker.access.x__thread_read__mutmut_41": ('"XX FOR UPDATE OF tXX"', SQLITE_LOCKS),
+    "broker.access.x__thread_read__mutmut_42": ('" for update of t"', SQLITE_LOCKS),
+    "broker.access.x__thread_read__mutmut_43": ('" FOR UPDATE OF T"', SQLITE_LOCKS),
+    "broker.access.x__thread_read__mutmut_18": ('"B.TESTER_ENABLED"', SQL_CASE),
+    "broker.access.x__thread_read__mutmut_22": ('" where c.thread_id', SQL_CASE),
+    "broker.access.x__thread_read__mutmut_23": ('" WHERE C.THREAD_ID', SQL_CASE),
+    "broker.access.x__thread_read__mutmut_36": ('" where t.id', SQL_CASE),
+    "broker.access.x__converted__mutmut_7": ("convert(value, None, connection)", CONVERTER_ARGS),
+    "broker.access.x__converted__mutmut_8": (
+        "convert(value, field.cached_col, None)",
+        CONVERTER_ARGS,
+    ),
+    "broker.access.x__loaded__mutmut_9": ("strict=None", SAME_LENGTHS),
+    "broker.access.x__loaded__mutmut_12": ("zip(columns, values, )", SAME_LENGTHS),
+    "broker.access.x__loaded__mutmut_13": ("strict=False", SAME_LENGTHS),
+    "broker.access.x__loaded__mutmut_14": ("from_db(None,", ONE_DATABASE),
+    "broker.access.x__loaded__mutmut_15": ("from_db(connection.alias, None,", ALL_COLUMNS),
+    "broker.access.x_access_verb__mutmut_1": ("switch: bool = False", DEFAULT_UNREAD),
+    "broker.access.x_verb__mutmut_1": ("switch_in_thread_read: bool = True", AT_IMPORT),
     # chat/gates.py
     "chat.gates.xǁJsonBodyǁhas_permission__mutmut_6": ('split(";", )', FIRST_PIECE),
     "chat.gates.xǁJsonBodyǁhas_permission__mutmut_9": ('split(";", 2)', FIRST_PIECE),
@@ -135,6 +168,7 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
     ),
     "chat.gates.x_enforce_csrf__mutmut_10": ("(), None)", CSRF_ARGS),
     # tester/gates.py
+    "tester.gates.xǁTesterFenceǁhas_permission__mutmut_7": ('"XXXX"', NO_EMPTY_METHOD),
     "tester.gates.xǁNoProxyUserHeaderǁhas_permission__mutmut_5": ('{"XXXX"}', NO_EMPTY_NAME),
     "tester.gates.xǁNoProxyUserHeaderǁhas_permission__mutmut_19": ('"LATIN-1"', CODEC_NAME),
     "tester.gates.xǁNoProxyUserHeaderǁhas_permission__mutmut_21": (
@@ -154,6 +188,10 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         CASE_INSENSITIVE_HEADERS,
     ),
     # mosaic/listeners.py
+    "mosaic.listeners.x_static_files__mutmut_2": ("Http404(None)", NOT_FOUND_SENTENCE),
+    "mosaic.listeners.x_static_files__mutmut_3": ('"XXNo such file.XX"', NOT_FOUND_SENTENCE),
+    "mosaic.listeners.x_static_files__mutmut_4": ('"no such file."', NOT_FOUND_SENTENCE),
+    "mosaic.listeners.x_static_files__mutmut_5": ('"NO SUCH FILE."', NOT_FOUND_SENTENCE),
     "mosaic.listeners.x__redirect__mutmut_21": ('"XXbodyXX"', ASGI_BODY),
     "mosaic.listeners.x__redirect__mutmut_22": ('"BODY"', ASGI_BODY),
     "mosaic.listeners.x_by_port__mutmut_6": ('("XXXX", None)', SERVER_HOST),
