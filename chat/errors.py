@@ -82,6 +82,11 @@ def body(code: str, detail: str) -> dict[str, str]:
     return {"error": code, "detail": detail}
 
 
+# Seconds a client answered `unavailable` waits before retrying: an outage's 503 and an
+# overloaded server's alike (a queue that stayed full drains within about a second).
+UNAVAILABLE_RETRY_AFTER = "1"
+
+
 def error_response(code: str, detail: str) -> JsonResponse:
     """The error answer outside DRF (ASGI gates, Django's 404 and 500 handlers)."""
     return JsonResponse(body(code, detail), status=STATUS[code])
@@ -131,7 +136,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     set_rollback()
     headers = {}
     if code == refusals.UNAVAILABLE:
-        headers["Retry-After"] = "1"
+        headers["Retry-After"] = UNAVAILABLE_RETRY_AFTER
     if isinstance(exc, exceptions.Throttled):
         headers["Retry-After"] = retry_after(exc)
     return Response(body(code, detail), status=STATUS[code], headers=headers)

@@ -38,7 +38,7 @@ from django.http import HttpRequest, HttpResponseBase, JsonResponse
 from django.urls import set_script_prefix
 
 from broker import refusals
-from chat.errors import STATUS, body
+from chat.errors import UNAVAILABLE_RETRY_AFTER, error_response
 
 logger = logging.getLogger("mosaic.chat")
 
@@ -107,17 +107,9 @@ class CallingThread:
         return await sync_to_async(func, thread_sensitive=True)(*args)
 
 
-# Seconds a refused client should wait: a queue that stayed full for the whole admission wait
-# drains within about a second once the load drops.
-RETRY_AFTER_SECONDS = 1
-
-
 def overloaded_response() -> JsonResponse:
-    response = JsonResponse(
-        body(refusals.UNAVAILABLE, "The server is busy; retry shortly."),
-        status=STATUS[refusals.UNAVAILABLE],
-    )
-    response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+    response = error_response(refusals.UNAVAILABLE, "The server is busy; retry shortly.")
+    response["Retry-After"] = UNAVAILABLE_RETRY_AFTER
     return response
 
 
