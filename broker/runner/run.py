@@ -20,7 +20,7 @@ from broker import actions, refusals
 from broker.actors import Actor
 from broker.models import ClaimEnd, Message, MessageClass
 from broker.refusals import Refusal
-from broker.runner.backends import ReplyBackend, ReplyFailed, TurnCancelled
+from broker.runner.backends import ReplyBackend, ReplyFailed, TurnCancelled, no_drafts
 from broker.runner.claims import try_claim
 from broker.runner.lease import Held, LeaseKeeper
 from broker.runner.pending import PendingThread, pending_messages
@@ -139,7 +139,7 @@ def _reply(actor: Actor, held: Held, message: Message, *, backend: ReplyBackend)
     """Answer one message per R12, unless the claim ended while the backend worked."""
     turn = read_turn(message)
     tools = ClaimTools(actor=actor, claim_id=held.claim_id, request_id=message.request_id)
-    body = backend.reply(turn, tools=tools, cancel=held.cancel)
+    body = backend.reply(turn, tools=tools, cancel=held.cancel, draft=no_drafts).text
     if held.ended:
         # Stop means stop: the reply is dropped (the claim would refuse it anyway).
         raise TurnCancelled

@@ -5,9 +5,26 @@ from __future__ import annotations
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from broker.runner.backends.base import ReplyBackend, ReplyFailed, TurnCancelled, TurnTools
+from broker.runner.backends.base import (
+    Draft,
+    Reply,
+    ReplyBackend,
+    ReplyFailed,
+    TurnCancelled,
+    TurnTools,
+    no_drafts,
+)
 
-__all__ = ["ReplyBackend", "ReplyFailed", "TurnCancelled", "TurnTools", "backend_from_settings"]
+__all__ = [
+    "Draft",
+    "Reply",
+    "ReplyBackend",
+    "ReplyFailed",
+    "TurnCancelled",
+    "TurnTools",
+    "backend_from_settings",
+    "no_drafts",
+]
 
 BACKENDS = ("offline", "openai")
 

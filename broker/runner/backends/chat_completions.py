@@ -17,42 +17,14 @@ from contextlib import suppress
 from openai import AsyncOpenAI, OpenAIError
 from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
 
-from broker.models import MessageClass
-from broker.runner.backends.base import ReplyFailed, TurnCancelled, TurnTools
-from broker.runner.turns import TESTER_LINE, Turn
+from broker.runner.backends.base import Draft, Reply, ReplyFailed, TurnCancelled, TurnTools
+from broker.runner.prompt import prompt_messages
+from broker.runner.turns import Turn
 
 # How often a waiting request looks at its cancellation flag, in seconds.
 CANCEL_POLL = 0.05
 # Some local servers want a key but check none; the client refuses an empty one.
 UNUSED_KEY = "unused"
-
-
-def system_prompt(turn: Turn) -> str:
-    """The first message of the prompt. A tester turn's begins with the tester line (SPEC §7)."""
-    lines = [
-        f"You are {turn.instance}, an assistant on the Mosaic bus, answering in the thread "
-        f"“{turn.thread_name}”. Reply to the last user message; the earlier messages are the "
-        "thread's history.",
-    ]
-    if turn.is_tester:
-        lines.insert(0, TESTER_LINE)
-    return "\n".join(lines)
-
-
-def prompt_messages(turn: Turn) -> list[ChatCompletionMessageParam]:
-    """The chat completions `messages` for a turn: system, the history, then the turn itself."""
-    messages: list[ChatCompletionMessageParam] = [
-        {"role": "system", "content": system_prompt(turn)}
-    ]
-    for entry in turn.history:
-        if entry.message_class == MessageClass.REQUEST:
-            messages.append({"role": "user", "content": entry.body})
-        elif entry.message_class == MessageClass.RESULT:
-            messages.append({"role": "assistant", "content": entry.body})
-        elif entry.message_class == MessageClass.NOTICE:
-            messages.append({"role": "system", "content": f"Notice: {entry.body}"})
-    messages.append({"role": "user", "content": turn.body})
-    return messages
 
 
 class ChatCompletionsBackend:
@@ -66,18 +38,20 @@ class ChatCompletionsBackend:
         self.api_key = api_key or UNUSED_KEY
         self.timeout = timeout
 
-    def reply(self, turn: Turn, *, tools: TurnTools, cancel: threading.Event) -> str:
+    def reply(
+        self, turn: Turn, *, tools: TurnTools, cancel: threading.Event, draft: Draft
+    ) -> Reply:
         if cancel.is_set():
             raise TurnCancelled
         try:
             completion = asyncio.run(self._complete(prompt_messages(turn), cancel))
         except OpenAIError as error:
-            raise ReplyFailed(f"{type(error).__name__}: {error}") from error
+            raise ReplyFailed(f"{type(error).__name__}: {error}", transient=True) from error
         choice = completion.choices[0] if completion.choices else None
         content = choice.message.content if choice else None
         if not content or not content.strip():
-            raise ReplyFailed("the model returned no text")
-        return content
+            raise ReplyFailed("the model returned no text", transient=True)
+        return Reply(text=content)
 
     async def _complete(
         self, messages: list[ChatCompletionMessageParam], cancel: threading.Event

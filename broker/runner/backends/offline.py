@@ -11,7 +11,7 @@ import re
 import threading
 
 from broker.refusals import Refusal
-from broker.runner.backends.base import TurnCancelled, TurnTools
+from broker.runner.backends.base import Draft, Reply, TurnCancelled, TurnTools
 from broker.runner.turns import TESTER_LINE, Entry, Turn
 
 GREETINGS = frozenset({"hi", "hello", "hey", "hallo", "good morning", "good afternoon"})
@@ -50,9 +50,14 @@ class OfflineBackend:
 
     name = "offline"
 
-    def reply(self, turn: Turn, *, tools: TurnTools, cancel: threading.Event) -> str:
+    def reply(
+        self, turn: Turn, *, tools: TurnTools, cancel: threading.Event, draft: Draft
+    ) -> Reply:
         if cancel.is_set():
             raise TurnCancelled
+        return Reply(text=self.answer(turn, tools))
+
+    def answer(self, turn: Turn, tools: TurnTools) -> str:
         text = " ".join(turn.body.split())
         lowered = text.lower()
         if lowered.startswith(TASK_PREFIX):

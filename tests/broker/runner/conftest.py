@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from broker.runner.backends import TurnCancelled, TurnTools
+from broker.runner.backends import Draft, Reply, TurnCancelled, TurnTools
 from broker.runner.backends.offline import OfflineBackend
 from broker.runner.service import Runner
 from broker.runner.turns import Turn
@@ -67,14 +67,16 @@ class GatedBackend:
     cancelled: list[int] = field(default_factory=list)
     answered: list[int] = field(default_factory=list)
 
-    def reply(self, turn: Turn, *, tools: TurnTools, cancel: threading.Event) -> str:
+    def reply(
+        self, turn: Turn, *, tools: TurnTools, cancel: threading.Event, draft: Draft
+    ) -> Reply:
         self.started.append(turn.message_id)
         while not self.release.wait(0.01):
             if cancel.is_set():
                 self.cancelled.append(turn.message_id)
                 raise TurnCancelled
         self.answered.append(turn.message_id)
-        return f"answer to {turn.message_id}"
+        return Reply(text=f"answer to {turn.message_id}")
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from broker import refusals
 from broker.refusals import Refusal
-from broker.runner.backends import ReplyFailed, TurnCancelled, backend_from_settings
+from broker.runner.backends import ReplyFailed, TurnCancelled, backend_from_settings, no_drafts
 from broker.runner.backends.chat_completions import ChatCompletionsBackend
 from broker.runner.backends.offline import OfflineBackend
 from broker.runner.turns import TESTER_LINE, Entry, Turn
@@ -56,7 +56,8 @@ def make_turn(body: str, *earlier: str, tester: bool = False, replies: bool = Tr
 
 def offline(turn: Turn, tools: Tools | None = None) -> str:
     tools = tools or Tools(request_id=turn.request_id)
-    return OfflineBackend().reply(turn, tools=tools, cancel=threading.Event())
+    reply = OfflineBackend().reply(turn, tools=tools, cancel=threading.Event(), draft=no_drafts)
+    return reply.text
 
 
 def test_tester_line_is_spec_line() -> None:
@@ -137,7 +138,7 @@ def test_offline_cancelled_turn_raises() -> None:
     cancel = threading.Event()
     cancel.set()
     with pytest.raises(TurnCancelled):
-        OfflineBackend().reply(make_turn("hi"), tools=Tools(None), cancel=cancel)
+        OfflineBackend().reply(make_turn("hi"), tools=Tools(None), cancel=cancel, draft=no_drafts)
 
 
 # --- OpenAI-compatible chat completions (through a fake server on loopback) -----------------
@@ -152,8 +153,10 @@ def chat_backend(fake_model, *, timeout: float = 5.0, key: str = "") -> ChatComp
 def test_chat_completions_tester_turn_prompt_begins_with_tester_line(fake_model) -> None:
     """SPEC §7: a tester turn's prompt begins with the tester line; history becomes messages."""
     turn = make_turn("and now?", "first question", tester=True)
-    text = chat_backend(fake_model, key="sk-test").reply(
-        turn, tools=Tools(None), cancel=threading.Event()
+    text = (
+        chat_backend(fake_model, key="sk-test")
+        .reply(turn, tools=Tools(None), cancel=threading.Event(), draft=no_drafts)
+        .text
     )
     assert text == "model reply"
     (request,) = fake_model.requests
@@ -170,7 +173,9 @@ def test_chat_completions_tester_turn_prompt_begins_with_tester_line(fake_model)
 
 
 def test_chat_completions_human_turn_prompt_has_no_tester_line(fake_model) -> None:
-    chat_backend(fake_model).reply(make_turn("hello"), tools=Tools(55), cancel=threading.Event())
+    chat_backend(fake_model).reply(
+        make_turn("hello"), tools=Tools(55), cancel=threading.Event(), draft=no_drafts
+    )
     prompt = fake_model.requests[0]["messages"]
     assert TESTER_LINE not in prompt[0]["content"]
     assert prompt[-1] == {"role": "user", "content": "hello"}
@@ -180,7 +185,9 @@ def test_chat_completions_server_error_raises_reply_failed(fake_model) -> None:
     """Decision (Runs): a backend error answers nothing; the run names the error."""
     fake_model.status = 500
     with pytest.raises(ReplyFailed, match="InternalServerError"):
-        chat_backend(fake_model).reply(make_turn("hi"), tools=Tools(55), cancel=threading.Event())
+        chat_backend(fake_model).reply(
+            make_turn("hi"), tools=Tools(55), cancel=threading.Event(), draft=no_drafts
+        )
     assert len(fake_model.requests) == 1  # one attempt: retries are the runner's
 
 
@@ -188,14 +195,16 @@ def test_chat_completions_timeout_raises_reply_failed(fake_model) -> None:
     fake_model.delay = 5
     with pytest.raises(ReplyFailed, match="Timeout"):
         chat_backend(fake_model, timeout=0.3).reply(
-            make_turn("hi"), tools=Tools(55), cancel=threading.Event()
+            make_turn("hi"), tools=Tools(55), cancel=threading.Event(), draft=no_drafts
         )
 
 
 def test_chat_completions_empty_answer_raises_reply_failed(fake_model) -> None:
     fake_model.content = ""
     with pytest.raises(ReplyFailed, match="no text"):
-        chat_backend(fake_model).reply(make_turn("hi"), tools=Tools(55), cancel=threading.Event())
+        chat_backend(fake_model).reply(
+            make_turn("hi"), tools=Tools(55), cancel=threading.Event(), draft=no_drafts
+        )
 
 
 def test_chat_completions_cancel_mid_request_abandons_it_promptly(fake_model) -> None:
@@ -205,7 +214,9 @@ def test_chat_completions_cancel_mid_request_abandons_it_promptly(fake_model) ->
     threading.Timer(0.2, cancel.set).start()
     started = time.monotonic()
     with pytest.raises(TurnCancelled):
-        chat_backend(fake_model).reply(make_turn("hi"), tools=Tools(55), cancel=cancel)
+        chat_backend(fake_model).reply(
+            make_turn("hi"), tools=Tools(55), cancel=cancel, draft=no_drafts
+        )
     assert time.monotonic() - started < 1.0
 
 
@@ -214,7 +225,7 @@ def test_chat_completions_unreachable_server_raises_reply_failed() -> None:
         base_url="http://127.0.0.1:9/v1", model="m", api_key="", timeout=2
     )
     with pytest.raises(ReplyFailed, match="APIConnectionError"):
-        backend.reply(make_turn("hi"), tools=Tools(55), cancel=threading.Event())
+        backend.reply(make_turn("hi"), tools=Tools(55), cancel=threading.Event(), draft=no_drafts)
 
 
 # --- choosing a backend -------------------------------------------------------------------
