@@ -12,11 +12,12 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from broker import events, fields, policy, refusals
+from broker import events, fields, policy, refusals, replies
 from broker.access import (
     access_claim,
     access_instance,
@@ -38,13 +39,16 @@ from broker.models import (
     Message,
     MessageClass,
     Project,
+    ReplyState,
     Task,
     Thread,
     ThreadClaim,
     ThreadOpen,
     TrailRow,
+    TurnProgress,
 )
 from broker.refusals import Refusal
+from broker.replies import ReplyRecord
 
 HUMAN_KIND = ActorKind.HUMAN
 TESTER_KIND = ActorKind.TESTER
@@ -57,6 +61,23 @@ class SentTurn:
 
     message: Message
     request: int | None
+
+
+@dataclass(frozen=True)
+class Stop:
+    """What `assistant.stop` ended: open runs' claims, and every turn still owed a reply."""
+
+    claims: list[ThreadClaim]
+    # (turn id, thread id) of each turn that became `stopped`.
+    turns: list[tuple[int, int]]
+
+    def by_thread(self) -> list[tuple[int, str | None, list[int]]]:
+        """(thread, the run that held it or None, its stopped turns), in thread order."""
+        runs = {claim.thread_id: claim.run for claim in self.claims}
+        turns: dict[int, list[int]] = {thread: [] for thread in runs}
+        for turn_id, thread_id in self.turns:
+            turns.setdefault(thread_id, []).append(turn_id)
+        return [(thread, runs.get(thread), sorted(turns[thread])) for thread in sorted(turns)]
 
 
 # --- trusted helpers ---------------------------------------------------------------------
@@ -153,13 +174,18 @@ def do_record_message(
     request: Event | None = None,
     claim: ThreadClaim | None = None,
     holder: str,
+    record: ReplyRecord | None = None,
 ) -> Message:
     """Store a message from the actor, its trail row, and nudge the thread after commit.
+
+    A RESULT ends the turn it answers `answered` in the same transaction, with what the model
+    server reported about it (`record`). A new turn has no progress row (`pending`).
 
     Precondition: the caller has checked ownership, the lists (R8–R11) and R10, holds the
     thread's row lock when there is a thread, and passes `holder`, the run of the thread's
     open claim ("" when none or no thread), read under that lock.
     """
+    record = record or ReplyRecord()
     message = Message.objects.create(
         business_id=actor.business_id,
         thread=thread,
@@ -172,7 +198,22 @@ def do_record_message(
         request=request,
         holder=holder,
         claim=claim,
+        model=record.model,
+        finish_reason=record.finish_reason,
+        prompt_tokens=record.prompt_tokens,
+        completion_tokens=record.completion_tokens,
+        first_token_ms=record.first_token_ms,
     )
+    if message_class == MessageClass.REQUEST:
+        # Known without a read: a new turn has no progress yet.
+        Message.progress.related.set_cached_value(message, None)
+    elif (
+        message_class == MessageClass.RESULT
+        and in_reply_to is not None
+        and in_reply_to.message_class == MessageClass.REQUEST
+        and not replies.do_move(in_reply_to, ReplyState.ANSWERED)
+    ):
+        raise Refusal(refusals.INVALID, "This turn has ended; it takes no reply.")
     do_record_trail(
         business_id=actor.business_id,
         thread=thread,
@@ -192,6 +233,10 @@ def do_record_message(
     return message
 
 
+# The ends that stop turns (R13, R14): the verbs that end claims so stop the turns as well.
+STOPS = (ClaimEnd.STOPPED, ClaimEnd.INSTANCE_ENDED)
+
+
 def do_end_claim(
     claim: ThreadClaim, *, actor: Actor, by: str, how: ClaimEnd, reason: str
 ) -> ThreadClaim:
@@ -206,6 +251,8 @@ def do_end_claim(
     claim.end_reason = reason
     claim.save(update_fields=["ended_at", "ended_by", "ended_how", "end_reason"])
     thread = claim.thread
+    if how not in STOPS:
+        replies.do_release_working(thread.pk)
     Event.objects.create(
         business_id=thread.project.business_id,
         kind=EventKind.CLAIM_ENDED,
@@ -358,6 +405,7 @@ def send_message(
     message_class: str = MessageClass.MESSAGE,
     in_reply_to: int | None = None,
     claim_id: int | None = None,
+    record: ReplyRecord | None = None,
 ) -> Message:
     """Send a message on the bus (R8–R12).
 
@@ -405,6 +453,7 @@ def send_message(
                     claim=claim,
                     # The run's claim is the thread's one open claim (`access_claim`).
                     holder=claim.run if claim else "",
+                    record=record if claim else None,
                 )
         except IntegrityError:
             # one_result_per_message: the message has its reply already.
@@ -415,26 +464,39 @@ def send_message(
 
 
 @verb("assistant.stop", HUMAN_KIND, TESTER_KIND)
-def stop_assistant(actor: Actor, *, instance: str | None = None) -> list[ThreadClaim]:
-    """R13: end the open claims on the actor's own threads, and no others.
+def stop_assistant(
+    actor: Actor, *, instance: str | None = None, thread_id: int | None = None
+) -> Stop:
+    """R13, SPEC §7.1: end the open runs on the actor's own threads, and stop every turn there
+    still owed a reply — waiting, working or retrying — and nothing of the other side's.
 
-    `ended_by` is `owner(actor)` and the reason names the side that stopped. Nothing held:
-    `not-held`. The human's stop never ends a tester run; the tester's never the human's.
+    `ended_by` is `owner(actor)` and the reason names the side that stopped. `instance` or
+    `thread_id` narrow it to one instance or one of the actor's threads (R1 for the thread).
+    Nothing to stop: `not-held`. The human's stop never ends a tester run; the tester's never
+    the human's.
     """
+    owner = policy.owner(actor)
     with appending(actor.business_id):
-        claims = _open_claims(actor.business_id).filter(thread__owner=policy.owner(actor))
+        claims = _open_claims(actor.business_id).filter(thread__owner=owner)
+        turns = replies.owed_turns().filter(business_id=actor.business_id, thread__owner=owner)
         if instance is not None:
             claims = claims.filter(instance__name=instance)
+            turns = turns.filter(to_role=instance)
+        if thread_id is not None:
+            thread = access_thread(actor, thread_id=thread_id)
+            claims = claims.filter(thread=thread)
+            turns = turns.filter(thread=thread)
         held = list(claims)
-        if not held:
-            raise Refusal(refusals.NOT_HELD, "No assistant run holds one of your threads.")
+        owed = [(pk, thread) for pk, thread in turns.values_list("pk", "thread_id")]
+        if not held and not owed:
+            raise Refusal(refusals.NOT_HELD, "Nothing of yours waits for the assistant.")
         reason = policy.stop_reason(actor)
-        return [
-            do_end_claim(
-                claim, actor=actor, by=policy.owner(actor), how=ClaimEnd.STOPPED, reason=reason
-            )
+        ended = [
+            do_end_claim(claim, actor=actor, by=owner, how=ClaimEnd.STOPPED, reason=reason)
             for claim in held
         ]
+        replies.do_stop(owed)
+        return Stop(claims=ended, turns=owed)
 
 
 @verb("instance.end", ActorKind.STAFF)
@@ -449,6 +511,11 @@ def end_instance(actor: Actor, *, instance: str) -> list[ThreadClaim]:
             )
             for claim in _open_claims(actor.business_id).filter(instance=target)
         ]
+        replies.do_stop(
+            replies.owed_turns()
+            .filter(business_id=actor.business_id, thread__instance=target)
+            .values_list("pk", "thread_id")
+        )
         Event.objects.create(
             business_id=actor.business_id,
             kind=EventKind.INSTANCE_ENDED,
@@ -533,6 +600,82 @@ def end_claim(
         claim = access_claim(actor, claim_id=claim_id)
         end = ClaimEnd(how)
         return do_end_claim(claim, actor=actor, by=actor.run, how=end, reason=reason or end.value)
+
+
+# --- a run's turns (SPEC §7.1) -----------------------------------------------------------
+
+
+def _owed_turn(claim: ThreadClaim, turn_id: int) -> Message:
+    """A turn of the claim's thread still owed a reply, else `invalid`."""
+    turn = replies.owed_turns().filter(pk=turn_id, thread_id=claim.thread_id).first()
+    if turn is None:
+        raise Refusal(refusals.INVALID, "No turn of this thread waits for a reply by that id.")
+    return turn
+
+
+@verb("turn.start", RUN_KIND)
+def start_turn(actor: Actor, *, claim_id: int, turn_id: int) -> TurnProgress | None:
+    """The run begins an attempt at a turn of its claim's thread: `working`.
+
+    A turn that has used every attempt (`MOSAIC_ASSISTANT_ATTEMPTS`, runs that died counted)
+    fails instead, and None is returned: the run goes on to the next turn.
+    """
+    with appending(actor.business_id):
+        claim = access_claim(actor, claim_id=claim_id)
+        turn = _owed_turn(claim, turn_id)
+        progress = TurnProgress.objects.filter(message=turn).first()
+        attempts = progress.attempts if progress is not None else 0
+        limit: int = settings.MOSAIC_ASSISTANT_ATTEMPTS
+        if attempts >= limit:
+            replies.do_move(
+                turn,
+                ReplyState.FAILED,
+                failure=f"The assistant gave up after {attempts} attempts.",
+            )
+            return None
+        replies.do_move(turn, ReplyState.WORKING, attempts=attempts + 1)
+        return TurnProgress.objects.get(message=turn)
+
+
+@verb("turn.draft", RUN_KIND)
+def draft_turn(actor: Actor, *, claim_id: int, turn_id: int, text: str) -> bool:
+    """Keep the reply written so far on the run's working turn (never a record: the RESULT
+    is); False once the turn is no longer working. Nudges the thread's sockets."""
+    with transaction.atomic():
+        claim = access_claim(actor, claim_id=claim_id)
+        return replies.do_draft(turn_id, thread_id=claim.thread_id, text=text)
+
+
+@verb("turn.fail", RUN_KIND)
+def fail_turn(
+    actor: Actor,
+    *,
+    claim_id: int,
+    turn_id: int,
+    failure: str,
+    transient: bool,
+    retry_after: float | None = None,
+) -> TurnProgress:
+    """An attempt at the run's working turn failed; `failure` says why, for people.
+
+    A transient failure with attempts left waits (`retrying`, `retry_at` from the server's
+    Retry-After or the back-off); any other ends the turn `failed`, and the turns after it
+    go on.
+    """
+    with appending(actor.business_id):
+        claim = access_claim(actor, claim_id=claim_id)
+        turn = _owed_turn(claim, turn_id)
+        progress = TurnProgress.objects.filter(message=turn).first()
+        attempts = progress.attempts if progress is not None else 0
+        limit: int = settings.MOSAIC_ASSISTANT_ATTEMPTS
+        if transient and attempts < limit:
+            retry_at = replies.next_attempt_at(attempts, retry_after=retry_after)
+            replies.do_move(turn, ReplyState.RETRYING, retry_at=retry_at, failure=failure)
+        else:
+            if transient:
+                failure = f"{failure} Gave up after {attempts} attempts."
+            replies.do_move(turn, ReplyState.FAILED, failure=failure or "The reply failed.")
+        return TurnProgress.objects.get(message=turn)
 
 
 # --- tasks, decisions, notices -----------------------------------------------------------

@@ -39,6 +39,7 @@ from broker.models import (
     ThreadClaim,
     ThreadOpen,
     TrailRow,
+    TurnProgress,
 )
 from broker.refusals import Refusal
 
@@ -248,9 +249,40 @@ class ProjectAdmin(ReadOnlyAdmin):
 
 class MessageInline(ReadOnlyThreadInline):
     model = Message
-    fields = ("id", "created_at", "from_role", "from_run", "to_role", "message_class", "body")
+    fields = (
+        "id",
+        "created_at",
+        "from_role",
+        "from_run",
+        "to_role",
+        "message_class",
+        "body",
+        "reply",
+        "model",
+        "finish_reason",
+        "prompt_tokens",
+        "completion_tokens",
+    )
     readonly_fields = fields
     fk_name = "thread"
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Message]:
+        return super().get_queryset(request).select_related("progress")
+
+    @admin.display(description="reply")
+    def reply(self, obj: Message) -> str:
+        return reply_text(obj)
+
+
+def reply_text(message: Message) -> str:
+    """A turn's reply state with its failure or retry time (SPEC §7.1); empty for others."""
+    state = message.reply_state
+    if state is None:
+        return ""
+    progress = message.progress_or_none
+    if progress is not None and progress.failure:
+        return f"{state}: {progress.failure}"
+    return str(state)
 
 
 class ThreadOpenInline(ReadOnlyThreadInline):
@@ -371,20 +403,49 @@ class MessageAdmin(ReadOnlyAdmin):
         "message_class",
         "body_preview",
         "in_reply_to_id",
+        "reply",
+        "model",
+        "finish_reason",
+        "prompt_tokens",
+        "completion_tokens",
     )
     list_filter = (
         "message_class",
+        ("progress__state", admin.AllValuesFieldListFilter),
         ThreadOwnerKindFilter,
         ("business", admin.RelatedFieldListFilter),
         ("thread__project", BusinessScopedFilter),
     )
-    list_select_related = ("business", "thread")
+    list_select_related = ("business", "thread", "progress")
     search_fields = ("body",)
     date_hierarchy = "created_at"
 
     @admin.display(description="body")
     def body_preview(self, obj: Message) -> str:
         return preview(obj.body)
+
+    @admin.display(description="reply", ordering="progress__state")
+    def reply(self, obj: Message) -> str:
+        return reply_text(obj)
+
+
+@admin.register(TurnProgress)
+class TurnProgressAdmin(ReadOnlyAdmin):
+    """How each turn's reply went (SPEC §7.1): written by runs and stops, read-only here."""
+
+    list_display = (
+        "message_id",
+        "thread",
+        "state",
+        "attempts",
+        "retry_at",
+        "failure",
+        "updated_at",
+    )
+    list_filter = ("state", ("thread__project__business", admin.RelatedFieldListFilter))
+    list_select_related = ("thread",)
+    search_fields = ("thread__name", "failure")
+    date_hierarchy = "updated_at"
 
 
 @admin.register(Event)

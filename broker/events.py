@@ -20,6 +20,8 @@ logger = logging.getLogger("mosaic.events")
 
 TRAIL_NUDGE = "trail.nudge"
 THREAD_NUDGE = "thread.nudge"
+# A turn's reply state or draft changed (SPEC §7.1); the id is the turn's.
+TURN_NUDGE = "turn.nudge"
 # Runners of every process listen here for turns waiting; the nudge carries nothing.
 RUNS_GROUP = "runs"
 RUNS_NUDGE = "runs.nudge"

@@ -37,6 +37,22 @@ class ClaimEnd(models.TextChoices):
     SHUT_DOWN = "shut-down"  # the runner is stopping; the rest stays pending
 
 
+class ReplyState(models.TextChoices):
+    """How the reply to a turn is going (SPEC §7.1): `reply_state` in the message shape."""
+
+    PENDING = "pending"  # waiting for a run
+    WORKING = "working"  # a run holds it and is writing
+    ANSWERED = "answered"  # its RESULT exists
+    STOPPED = "stopped"  # a stop ended it; no reply will ever land
+    RETRYING = "retrying"  # the last attempt failed transiently; `retry_at` says when next
+    FAILED = "failed"  # given up; `failure` says why
+
+
+# The states that are pending work; the others are final and never change again.
+OWED = (ReplyState.PENDING, ReplyState.WORKING, ReplyState.RETRYING)
+FINAL = (ReplyState.ANSWERED, ReplyState.STOPPED, ReplyState.FAILED)
+
+
 class MessageClass(models.TextChoices):
     REQUEST = "REQUEST"  # a human's or tester's turn
     RESULT = "RESULT"  # a run's reply
@@ -237,6 +253,14 @@ class Message(models.Model):
         ThreadClaim, on_delete=models.PROTECT, null=True, blank=True, related_name="messages"
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    # What the model server reported about a RESULT (SPEC §7.1); null when unknown. Nullable,
+    # so the columns are added in place: rebuilding the table would drop its guard triggers.
+    model = models.CharField(max_length=200, null=True, blank=True)  # noqa: DJ001
+    finish_reason = models.CharField(max_length=40, null=True, blank=True)  # noqa: DJ001
+    prompt_tokens = models.PositiveIntegerField(null=True, blank=True)
+    completion_tokens = models.PositiveIntegerField(null=True, blank=True)
+    # From the model request to its first text, in milliseconds.
+    first_token_ms = models.PositiveIntegerField(null=True, blank=True)
 
     class Meta:
         constraints = [
@@ -257,6 +281,71 @@ class Message(models.Model):
 
     def __str__(self) -> str:
         return f"{self.from_role} to {self.to_role} #{self.pk}"
+
+    @property
+    def progress_or_none(self) -> TurnProgress | None:
+        """The turn's progress row, read with the message (`select_related("progress")`)."""
+        try:
+            return self.progress
+        except TurnProgress.DoesNotExist:
+            return None
+
+    @property
+    def reply_state(self) -> str | None:
+        """SPEC §7.1: a turn's state (no progress row yet: `pending`); None for other messages."""
+        if self.message_class != MessageClass.REQUEST:
+            return None
+        progress = self.progress_or_none
+        return progress.state if progress is not None else ReplyState.PENDING
+
+    @property
+    def is_cut_off(self) -> bool:
+        """A reply the model stopped at its token limit."""
+        return self.finish_reason == "length"
+
+
+class TurnProgress(models.Model):
+    """How the reply to one turn is going (SPEC §7.1); mutable, unlike the message itself.
+
+    A turn without a row is `pending`: nothing has been tried yet, and a send stores no row.
+    Runs move it through `working` and `retrying`; the RESULT, a stop or a failure ends it,
+    and a final state never changes again: every write names the states it moves from.
+    """
+
+    message = models.OneToOneField(
+        Message, on_delete=models.PROTECT, primary_key=True, related_name="progress"
+    )
+    thread = models.ForeignKey(Thread, on_delete=models.PROTECT, related_name="turn_progress")
+    state = models.CharField(max_length=10, choices=ReplyState.choices)
+    # Attempts started by runs; the turn fails once MOSAIC_ASSISTANT_ATTEMPTS are used.
+    attempts = models.PositiveIntegerField(default=0)
+    retry_at = models.DateTimeField(null=True, blank=True)
+    # Why the turn failed or is retrying, for people.
+    failure = models.CharField(max_length=300, blank=True, default="")
+    # The reply so far while `working` (never a record: the RESULT is).
+    draft = models.TextField(blank=True, default="")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name_plural = "turn progress"
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(state__in=ReplyState.values), name="turn_state_known"
+            ),
+            models.CheckConstraint(
+                condition=Q(state=ReplyState.RETRYING, retry_at__isnull=False)
+                | (~Q(state=ReplyState.RETRYING) & Q(retry_at__isnull=True)),
+                name="turn_retry_at_when_retrying",
+            ),
+            models.CheckConstraint(
+                condition=~Q(state=ReplyState.FAILED) | ~Q(failure=""),
+                name="turn_failure_when_failed",
+            ),
+        ]
+        indexes = [models.Index(fields=["thread", "state"], name="turn_progress_thread")]
+
+    def __str__(self) -> str:
+        return f"turn {self.message_id}: {self.state}"
 
 
 class TrailRow(models.Model):

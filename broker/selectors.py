@@ -6,15 +6,17 @@ first rows with a greater id, `before` the last rows with a smaller id, neither 
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TypeVar
 
-from django.db.models import Model, Q, QuerySet
+from django.db.models import Model, OuterRef, Q, QuerySet, Subquery
 
-from broker import fields, policy, refusals
+from broker import fields, policy, refusals, replies
 from broker.access import access_thread, verb
 from broker.actors import Actor, ActorKind
-from broker.models import HUMAN, Decision, Message, Project, Thread, TrailRow
+from broker.models import HUMAN, Decision, Message, MessageClass, Project, Thread, TrailRow
 from broker.refusals import Refusal
 
 M = TypeVar("M", bound=Model)
@@ -94,9 +96,60 @@ def thread_messages(
     before: int | None = None,
     limit: int | None = None,
 ) -> list[Message]:
-    """R1: a thread's messages, to its owner only."""
+    """R1: a thread's messages, to its owner only; each turn with its reply state (SPEC §7.1)."""
     thread = access_thread(actor, thread_id=thread_id)
-    return page(Message.objects.filter(thread=thread), after=after, before=before, limit=limit)
+    rows = Message.objects.filter(thread=thread).select_related("progress")
+    return page(rows, after=after, before=before, limit=limit)
+
+
+# The most turns of one thread whose reply state one read returns.
+REPLIES_LIMIT = 100
+
+
+@dataclass(frozen=True)
+class ReplyView:
+    """A turn's reply as its thread's owner sees it now (SPEC §7.1)."""
+
+    turn: int
+    state: str
+    retry_at: datetime | None
+    failure: str
+    # The reply so far while `working`; never a record.
+    draft: str
+    # The RESULT's id once `answered`.
+    result: int | None
+
+
+@verb("thread.messages", HUMAN_KIND, TESTER_KIND, switch_in_thread_read=True)
+def thread_replies(actor: Actor, *, thread_id: int, known: Collection[int] = ()) -> list[ReplyView]:
+    """R1: the replies of the actor's own thread still owed, and of the `known` turns whatever
+    their state, oldest first. The reply state is part of the message shape, so this is the
+    same verb as reading the messages."""
+    thread = access_thread(actor, thread_id=thread_id)
+    result = Message.objects.filter(
+        in_reply_to=OuterRef("pk"), message_class=MessageClass.RESULT
+    ).values("pk")[:1]
+    turns = (
+        Message.objects.filter(thread=thread, message_class=MessageClass.REQUEST)
+        .filter(Q(pk__in=replies.owed_turns().filter(thread=thread).values("pk")) | Q(pk__in=known))
+        .select_related("progress")
+        .annotate(result=Subquery(result))
+        .order_by("pk")[:REPLIES_LIMIT]
+    )
+    views = []
+    for turn in turns:
+        progress = turn.progress_or_none
+        views.append(
+            ReplyView(
+                turn=turn.pk,
+                state=str(turn.reply_state),
+                retry_at=progress.retry_at if progress else None,
+                failure=progress.failure if progress else "",
+                draft=progress.draft if progress else "",
+                result=turn.result,
+            )
+        )
+    return views
 
 
 def _addressed_to(actor: Actor) -> QuerySet[Message]:

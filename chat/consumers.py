@@ -28,6 +28,7 @@ from django.conf import settings
 from broker import events, fields, refusals, selectors
 from broker.access import access_human_actor, access_tester_actor
 from broker.actors import Actor
+from broker.models import OWED, ReplyState
 from broker.refusals import Refusal
 from chat.api import shapes
 from chat.api.parsers import load_json
@@ -186,6 +187,9 @@ class StreamConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
         """The next rows after `after`, each with its id (runs in a thread)."""
         raise NotImplementedError
 
+    async def after_rows(self) -> None:
+        """What a stream sends after each read's rows (runs on the loop)."""
+
     def frames_after(self, after: int) -> Frames:
         """Each row after `after` with its JSON, encoded once for every socket sharing the read."""
         return [(row_id, json.dumps(row)) for row_id, row in self.rows_after(after)]
@@ -227,6 +231,7 @@ class StreamConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
                     # A shared read that began before the nudge, without the nudged row: it may
                     # predate the row. Read once more, from a read that began after the nudge.
                     not_before = self.nudged
+                await self.after_rows()
         except Refusal as refusal:
             # Access ended (signed out, session ended, tester switched off): the socket ends.
             await self.close(code=close_code(refusal.code))
@@ -249,6 +254,10 @@ class StreamConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
     # Channel-layer message types (`broker.events`) map to handler names with `.` as `_`.
     trail_nudge = nudge
     thread_nudge = nudge
+
+    async def turn_nudge(self, event: dict[str, Any]) -> None:
+        """A turn's reply state or draft changed (SPEC §7.1): read once more."""
+        self.want_read()
 
     async def session_ended(self, event: dict[str, Any]) -> None:
         await self.close(code=close_code(refusals.NOT_AUTHENTICATED))
@@ -339,11 +348,25 @@ class TrailConsumer(StreamConsumer):
 
 
 class ThreadConsumer(StreamConsumer):
-    """`/ws/chat/threads/ID/`: one thread's messages, to its owner only (R1)."""
+    """`/ws/chat/threads/ID/`: one thread's messages, to its owner only (R1), and how the
+    replies to its turns are going (SPEC §7.1).
+
+    After each read of messages the socket reads the replies still owed (and those it showed
+    as owed before) and sends what changed since it last told: `reply.state` for a new state,
+    `reply.draft` with the whole text so far while a run writes. Drafts are never records, so
+    they go to this socket only, never to the trail; a socket that joins mid-reply gets the
+    current draft with its first read. An `answered` state waits until the RESULT itself has
+    been sent, so a client never sees a turn answered before its reply.
+    """
 
     frame_type = "message"
     field = "message"
     rows_type = "messages"
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        # What the socket last told of each turn still owed: its state, then its draft.
+        self.told: dict[int, tuple[tuple[str, str | None, str], str]] = {}
 
     @property
     def thread_id(self) -> int:
@@ -363,3 +386,43 @@ class ThreadConsumer(StreamConsumer):
             self.actor, thread_id=self.thread_id, after=after, limit=BATCH
         )
         return [(message.pk, shapes.MessageOut(message).data) for message in messages]
+
+    async def after_rows(self) -> None:
+        replies = await database_sync_to_async(selectors.thread_replies)(
+            self.actor, thread_id=self.thread_id, known=list(self.told)
+        )
+        for reply in replies:
+            await self.tell(reply)
+
+    async def tell(self, reply: selectors.ReplyView) -> None:
+        """Send what changed in one turn's reply since the socket last told it."""
+        if reply.turn > self.last_id:
+            return  # its message has not been sent yet: that frame comes first
+        if reply.result is not None and reply.result > self.last_id:
+            return  # answered: the RESULT's own frame comes first, at the next read
+        retry_at = shapes.time_text(reply.retry_at)
+        state = (reply.state, retry_at, reply.failure)
+        told_state, told_draft = self.told.get(reply.turn, (("pending", None, ""), ""))
+        if state != told_state:
+            await self.send(
+                text_data=json.dumps(
+                    {
+                        "type": "reply.state",
+                        "in_reply_to": reply.turn,
+                        "state": reply.state,
+                        "retry_at": retry_at,
+                        "failure": reply.failure or None,
+                    }
+                )
+            )
+        draft = reply.draft if reply.state == ReplyState.WORKING else ""
+        if draft and draft != told_draft:
+            await self.send(
+                text_data=json.dumps(
+                    {"type": "reply.draft", "in_reply_to": reply.turn, "text": draft}
+                )
+            )
+        if reply.state in OWED:
+            self.told[reply.turn] = (state, draft)
+        else:
+            self.told.pop(reply.turn, None)

@@ -68,6 +68,12 @@ MOSAIC_HTTP_QUEUE_SECONDS = env.float("MOSAIC_HTTP_QUEUE_SECONDS", default=1.0)
 MOSAIC_DB_POOL_SIZE = env.int("MOSAIC_DB_POOL_SIZE", default=10)
 MOSAIC_DB_POOL_TIMEOUT = env.float("MOSAIC_DB_POOL_TIMEOUT", default=2.0)
 MOSAIC_CLAIM_LEASE_SECONDS = env.float("MOSAIC_CLAIM_LEASE_SECONDS", default=30.0)
+# SPEC §7.1: a turn is tried at most this many times; after a transient failure the next
+# attempt waits the server's Retry-After, or this many seconds doubled per attempt (jittered).
+MOSAIC_ASSISTANT_ATTEMPTS = env.int("MOSAIC_ASSISTANT_ATTEMPTS", default=5)
+MOSAIC_ASSISTANT_RETRY_SECONDS = env.float("MOSAIC_ASSISTANT_RETRY_SECONDS", default=2.0)
+# A streamed reply's draft is stored (and shown) at most this often, in seconds.
+MOSAIC_DRAFT_INTERVAL = env.float("MOSAIC_DRAFT_INTERVAL", default=0.1)
 # A request body over this many bytes is refused `too-large` before it is read.
 MOSAIC_REQUEST_MAX_BYTES = env.int("MOSAIC_REQUEST_MAX_BYTES", default=256 * 1024)
 # The business whose tester the tester listener serves.

@@ -1,9 +1,11 @@
-"""One run: claim a thread, answer its pending messages in id order, release it (SPEC §7).
+"""One run: claim a thread, answer its owed turns in id order, release it (SPEC §7, §7.1).
 
 Every write names the claim (R12), so a run whose claim ended — stopped, revoked, expired —
-can store nothing: its reply is refused `claim-ended` and dropped. A backend error ends the
-claim `failed` (the sentence says why); the message stays pending and is retried after a
-back-off.
+can store nothing: its reply is refused `claim-ended` and dropped. Each turn goes `working`
+while the backend writes, its draft kept on the turn as it streams; the RESULT ends it
+`answered`. A transient failure leaves it `retrying` and releases the thread until its retry
+time; a permanent one, or the last attempt, ends it `failed` and the run goes on to the next
+turn: one broken turn never makes a thread unanswerable.
 """
 
 from __future__ import annotations
@@ -11,16 +13,20 @@ from __future__ import annotations
 import enum
 import logging
 import threading
+import time
 from contextlib import suppress
 from dataclasses import dataclass
 
 from django.conf import settings
+from django.db import DatabaseError
+from django.utils import timezone
 
 from broker import actions, refusals
 from broker.actors import Actor
-from broker.models import ClaimEnd, Message, MessageClass
+from broker.models import ClaimEnd, Message, MessageClass, ReplyState
 from broker.refusals import Refusal
-from broker.runner.backends import ReplyBackend, ReplyFailed, TurnCancelled, no_drafts
+from broker.replies import ReplyRecord
+from broker.runner.backends import Reply, ReplyBackend, ReplyFailed, TurnCancelled
 from broker.runner.claims import try_claim
 from broker.runner.lease import Held, LeaseKeeper
 from broker.runner.pending import PendingThread, pending_messages
@@ -38,7 +44,7 @@ class RunOutcome(enum.Enum):
     NOT_CLAIMED = "not claimed"  # another run holds the thread, or is taking it
     DONE = "done"  # every pending message answered, claim released
     STOPPED = "stopped"  # the claim ended under the run (R13, R14, lease); nothing more sent
-    FAILED = "failed"  # the backend failed or the reply was refused; retried after a back-off
+    FAILED = "failed"  # a turn waits for its retry, or the run broke; the thread is let go
     SHUT_DOWN = "shut down"  # the runner is stopping; claim released, the rest stays pending
 
 
@@ -57,6 +63,40 @@ class ClaimTools:
             self.actor, claim_id=self.claim_id, request_id=self.request_id, title=title
         )
         return task.pk
+
+
+@dataclass
+class Drafts:
+    """The `Draft` callback of one turn: stores the reply so far on the turn at most every
+    MOSAIC_DRAFT_INTERVAL seconds (each store nudges the thread's sockets). A draft is not a
+    record, so one that cannot be stored is let go."""
+
+    actor: Actor
+    claim_id: int
+    turn_id: int
+    interval: float
+    stored_at: float = float("-inf")
+
+    def __call__(self, text: str) -> None:
+        now = time.monotonic()
+        if now - self.stored_at < self.interval or not text:
+            return
+        self.stored_at = now
+        try:
+            actions.draft_turn(self.actor, claim_id=self.claim_id, turn_id=self.turn_id, text=text)
+        except (Refusal, DatabaseError):
+            # Stopped meanwhile (the lease keeper cancels the turn), or the database is busy.
+            logger.debug("run=%s turn=%s draft not kept", self.actor.run, self.turn_id)
+
+
+def record_of(reply: Reply) -> ReplyRecord:
+    return ReplyRecord(
+        model=reply.model or None,
+        finish_reason=reply.finish_reason or None,
+        prompt_tokens=reply.prompt_tokens,
+        completion_tokens=reply.completion_tokens,
+        first_token_ms=reply.first_token_ms,
+    )
 
 
 def clip(body: str) -> str:
@@ -109,48 +149,109 @@ def _answer(
     claim_id = held.claim_id
     try:
         while True:
-            pending = list(pending_messages(thread_id=held.thread_id).select_related("thread"))
-            if not pending:
+            turns = list(pending_messages(thread_id=held.thread_id).select_related("thread"))
+            if not turns:
                 actions.end_claim(actor, claim_id=claim_id, how=ClaimEnd.DONE)
                 return RunOutcome.DONE
-            for message in pending:
+            for turn in turns:
                 if shutting_down.is_set():
                     raise TurnCancelled
-                _reply(actor, held, message, backend=backend)
+                waiting = _retry_time(turn)
+                if waiting is not None:
+                    # Turns are answered in order: the thread waits for this one's retry.
+                    _release(actor, claim_id, ClaimEnd.FAILED, f"{FAILED_PREFIX}{waiting}")
+                    return RunOutcome.FAILED
+                if _take_turn(actor, held, turn, backend=backend) == ReplyState.RETRYING:
+                    break  # read again: the thread waits for this turn's retry
     except TurnCancelled:
         if held.ended:
             return RunOutcome.STOPPED
         _release(actor, claim_id, ClaimEnd.SHUT_DOWN, SHUTDOWN_REASON)
         return RunOutcome.SHUT_DOWN
-    except ReplyFailed as error:
-        logger.warning("run=%s claim=%s reply failed: %s", actor.run, claim_id, error)
-        _release(actor, claim_id, ClaimEnd.FAILED, f"{FAILED_PREFIX}{error}")
-        return RunOutcome.FAILED
     except Refusal as refusal:
         if refusal.code == refusals.CLAIM_ENDED:
             return RunOutcome.STOPPED
-        # The lists or the message no longer allow this reply; retrying at once would spin.
-        logger.warning("run=%s claim=%s refused %s", actor.run, claim_id, refusal.code)
-        _release(actor, claim_id, ClaimEnd.FAILED, f"{FAILED_PREFIX}reply refused ({refusal.code})")
-        return RunOutcome.FAILED
+        raise
 
 
-def _reply(actor: Actor, held: Held, message: Message, *, backend: ReplyBackend) -> None:
-    """Answer one message per R12, unless the claim ended while the backend worked."""
-    turn = read_turn(message)
-    tools = ClaimTools(actor=actor, claim_id=held.claim_id, request_id=message.request_id)
-    body = backend.reply(turn, tools=tools, cancel=held.cancel, draft=no_drafts).text
+def _retry_time(turn: Message) -> str | None:
+    """Why the turn is not due yet (it waits to be retried), or None when it is."""
+    progress = turn.progress_or_none
+    if progress is None or progress.state != ReplyState.RETRYING or progress.retry_at is None:
+        return None
+    if progress.retry_at <= timezone.now():
+        return None
+    return f"{progress.failure} Retrying at {progress.retry_at:%H:%M:%S} UTC."
+
+
+def _take_turn(actor: Actor, held: Held, turn: Message, *, backend: ReplyBackend) -> ReplyState:
+    """One attempt at a turn, per R12: the reply lands (`answered`), or the turn is left
+    `retrying` or `failed`; the state it is left in is returned.
+
+    Raises TurnCancelled when the claim ended meanwhile (the reply is dropped), and Refusal
+    `claim-ended` when a write finds it ended.
+    """
+    started = actions.start_turn(actor, claim_id=held.claim_id, turn_id=turn.pk)
+    if started is None:
+        return ReplyState.FAILED  # it had used every attempt
+    tools = ClaimTools(actor=actor, claim_id=held.claim_id, request_id=turn.request_id)
+    drafts = Drafts(
+        actor=actor,
+        claim_id=held.claim_id,
+        turn_id=turn.pk,
+        interval=float(settings.MOSAIC_DRAFT_INTERVAL),
+    )
+    try:
+        reply = backend.reply(read_turn(turn), tools=tools, cancel=held.cancel, draft=drafts)
+    except ReplyFailed as failure:
+        if held.ended:
+            raise TurnCancelled from failure
+        logger.warning("run=%s turn=%s failed: %s", actor.run, turn.pk, failure.sentence)
+        return _fail(actor, held, turn, failure)
+    except TurnCancelled:
+        raise
+    except Exception as error:
+        # A backend is to classify its failures; one that raised anything else is retried.
+        logger.exception("run=%s turn=%s: backend error", actor.run, turn.pk)
+        unexpected = ReplyFailed(
+            f"The assistant failed unexpectedly ({type(error).__name__}).", transient=True
+        )
+        return _fail(actor, held, turn, unexpected)
     if held.ended:
         # Stop means stop: the reply is dropped (the claim would refuse it anyway).
         raise TurnCancelled
-    actions.send_message(
+    try:
+        actions.send_message(
+            actor,
+            to=turn.from_role,
+            message_class=MessageClass.RESULT,
+            in_reply_to=turn.pk,
+            claim_id=held.claim_id,
+            body=clip(reply.text),
+            record=record_of(reply),
+        )
+    except Refusal as refusal:
+        if refusal.code == refusals.CLAIM_ENDED:
+            raise
+        # The lists or the turn no longer allow this reply: trying again would not help.
+        logger.warning("run=%s turn=%s reply refused %s", actor.run, turn.pk, refusal.code)
+        refused = ReplyFailed(f"The reply was refused ({refusal.code}).", transient=False)
+        return _fail(actor, held, turn, refused)
+    return ReplyState.ANSWERED
+
+
+def _fail(actor: Actor, held: Held, turn: Message, failure: ReplyFailed) -> ReplyState:
+    """Record a failed attempt: `retrying` while attempts are left for a transient failure,
+    else `failed`."""
+    progress = actions.fail_turn(
         actor,
-        to=message.from_role,
-        message_class=MessageClass.RESULT,
-        in_reply_to=message.pk,
         claim_id=held.claim_id,
-        body=clip(body),
+        turn_id=turn.pk,
+        failure=failure.sentence,
+        transient=failure.transient,
+        retry_after=failure.retry_after,
     )
+    return ReplyState(progress.state)
 
 
 def _release(actor: Actor, claim_id: int, how: ClaimEnd, reason: str) -> None:

@@ -15,7 +15,6 @@ import secrets
 import threading
 import time
 from collections.abc import Callable
-from datetime import timedelta
 
 from django.conf import settings
 from django.db import DatabaseError, close_old_connections, connection
@@ -168,7 +167,6 @@ class Runner:
             business_id=self.business_id,
             instance=self.instance,
             exclude=busy,
-            retry_after=timedelta(seconds=self._lease_seconds),
         ):
             with self._lock:
                 self._busy.add(candidate.thread_id)

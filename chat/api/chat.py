@@ -192,6 +192,7 @@ class StopView(ChatView):
 
     class AssistantStopInput(StrictInput):
         instance = StrictString(required=False)
+        thread = StrictId(required=False)
 
     @extend_schema(
         operation_id="assistant_stop",
@@ -204,8 +205,10 @@ class StopView(ChatView):
     def post(self, request: Request) -> Response:
         def write() -> Response:
             data = parse(self.AssistantStopInput, request.data)
-            stopped = actions.stop_assistant(self.actor(), instance=data.get("instance"))
-            return Response({"stopped": shapes.StoppedOut(stopped, many=True).data})  # type: ignore[arg-type]
+            stop = actions.stop_assistant(
+                self.actor(), instance=data.get("instance"), thread_id=data.get("thread")
+            )
+            return Response({"stopped": shapes.StoppedOut(shapes.stopped(stop), many=True).data})
 
         return self.answer_once(request, write)
 

@@ -328,7 +328,7 @@ def test_admin_changelist_offers_no_delete_selected(
     offered = [choice for choice, _ in form.fields["action"].choices] if form else []
     assert "delete_selected" not in offered
 
-    pks = [row["id"] for row in before]
+    pks = [row[model._meta.pk.attname] for row in before]
     forged = {"action": "delete_selected", "_selected_action": pks, "post": "yes"}
     admin_client.post(changelist(model), forged)
     assert stored(model) == before

@@ -88,6 +88,11 @@ NON_TESTER_CALLS: dict[str, Callable[[Actor], Any]] = {
     "instance.end": lambda actor: actions.end_instance(actor, instance="assistant"),
     "notice.post": lambda actor: actions.post_notice(actor, body="n"),
     "claim.reap": lambda actor: actions.reap_claims(actor),
+    "turn.start": lambda actor: actions.start_turn(actor, claim_id=1, turn_id=1),
+    "turn.draft": lambda actor: actions.draft_turn(actor, claim_id=1, turn_id=1, text="d"),
+    "turn.fail": lambda actor: actions.fail_turn(
+        actor, claim_id=1, turn_id=1, failure="f", transient=False
+    ),
 }
 
 
@@ -154,5 +159,7 @@ def test_verb_declares_who_it_serves(verb: str, kinds: frozenset[ActorKind]) -> 
     }
     assert (ActorKind.HUMAN in kinds) == (verb in human_verbs | {"message.send", "message.receive"})
     # The lease reaper ends other runs' claims: it is the system's, never a run's.
-    run_verbs = {v for v in VERBS if v.startswith(("claim.", "task.", "decision.", "message."))}
+    run_verbs = {
+        v for v in VERBS if v.startswith(("claim.", "task.", "decision.", "message.", "turn."))
+    }
     assert (ActorKind.RUN in kinds) == (verb in run_verbs - {"claim.reap"})

@@ -246,7 +246,7 @@ def test_t5_stop_by_tester_ends_only_tester_claim(tester: Actor, both_held) -> N
     """T5 (R13): the tester's stop ends its own run, `ended_by 'tester'`, never the human's."""
     human_claim, tester_claim = both_held
     stopped = actions.stop_assistant(tester)
-    assert [c.pk for c in stopped] == [tester_claim.pk]
+    assert [c.pk for c in stopped.claims] == [tester_claim.pk]
     tester_claim.refresh_from_db()
     human_claim.refresh_from_db()
     assert (tester_claim.ended_by, tester_claim.end_reason) == ("tester", "stopped by the tester")
@@ -257,7 +257,7 @@ def test_t5_stop_by_human_ends_only_human_claim(human: Actor, both_held) -> None
     """T5 (R13): the human's stop never ends a tester run."""
     human_claim, tester_claim = both_held
     stopped = actions.stop_assistant(human)
-    assert [c.pk for c in stopped] == [human_claim.pk]
+    assert [c.pk for c in stopped.claims] == [human_claim.pk]
     human_claim.refresh_from_db()
     tester_claim.refresh_from_db()
     assert (human_claim.ended_by, human_claim.end_reason) == ("ada", "stopped by the human")

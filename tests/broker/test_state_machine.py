@@ -331,11 +331,17 @@ class BrokerMachine(RuleBasedStateMachine):
             set(ThreadClaim.objects.filter(ended_at__isnull=True).values_list("pk", flat=True))
             - mine
         )
-        expected = self.off_code(actor) or (None if mine else refusals.NOT_HELD)
-        ended = self.attempt("assistant.stop", expected, lambda: actions.stop_assistant(actor))
-        if ended is not None:
-            assert {claim.pk for claim in ended} == mine
-            assert {claim.ended_by for claim in ended} == {owner_of(actor)}
+        owed = owed_turns_of(owner_of(actor), actor.business_id)
+        others_owed = owed_turns_of(None, actor.business_id) - owed
+        expected = self.off_code(actor) or (None if mine or owed else refusals.NOT_HELD)
+        stop = self.attempt("assistant.stop", expected, lambda: actions.stop_assistant(actor))
+        if stop is not None:
+            assert {claim.pk for claim in stop.claims} == mine
+            assert {claim.ended_by for claim in stop.claims} <= {owner_of(actor)}
+            # SPEC §7.1: every turn of the caller's still owed a reply is stopped, no other.
+            assert {turn for turn, _ in stop.turns} == owed
+            assert owed_turns_of(owner_of(actor), actor.business_id) == set()
+        assert owed_turns_of(None, actor.business_id) >= others_owed
         still_open = set(
             ThreadClaim.objects.filter(ended_at__isnull=True).values_list("pk", flat=True)
         )
@@ -644,6 +650,16 @@ class BrokerMachine(RuleBasedStateMachine):
             assert self.ended_claims.setdefault(pk, tuple(ended)) == tuple(ended), pk
         for pk, owner in Thread.objects.values_list("pk", "owner"):
             assert self.owners.setdefault(pk, owner) == owner, ("R1: an owner changed", pk)
+
+
+def owed_turns_of(owner: str | None, business_id: int) -> set[int]:
+    """Turns (of `owner`'s threads; None: anyone's) with no final reply state (SPEC §7.1)."""
+    turns = Message.objects.filter(
+        business_id=business_id, message_class="REQUEST", thread__isnull=False
+    ).exclude(progress__state__in=["answered", "stopped", "failed"])
+    if owner is not None:
+        turns = turns.filter(thread__owner=owner)
+    return set(turns.values_list("pk", flat=True))
 
 
 @pytest.fixture

@@ -29,6 +29,13 @@ MESSAGE = {
     "in_reply_to",
     "request",
     "created_at",
+    # SPEC §7.1
+    "reply_state",
+    "retry_at",
+    "failure",
+    "model",
+    "finish_reason",
+    "usage",
 }
 OPEN = {"thread", "by", "at"}
 TRAIL_ROW = {"id", "at", "thread", "from_role", "from_run", "to_role", "actor", "text"}
@@ -65,6 +72,7 @@ def test_chat_routes_answer_spec_shapes(request, listener: str, project_id: int)
     assert (sent.status_code, set(sent.json())) == (201, {"message", "request"})
     assert set(sent.json()["message"]) == MESSAGE
     assert sent.json()["message"]["class"] == "REQUEST"
+    assert sent.json()["message"]["reply_state"] == "pending"
     messages = client.get(f"/api/chat/threads/{thread_id}/messages")
     assert [set(m) for m in messages.json()["messages"]] == [MESSAGE]
     opened = client.post(f"/api/chat/threads/{thread_id}/open", {})
@@ -80,12 +88,58 @@ def test_chat_routes_answer_spec_shapes(request, listener: str, project_id: int)
 def test_stop_answers_stopped_threads_and_runs(
     human_client: ListenerClient, business: Business, human_thread_id: int
 ) -> None:
-    human_client.post(f"/api/chat/threads/{human_thread_id}/messages", {"body": "hi"})
+    sent = human_client.post(f"/api/chat/threads/{human_thread_id}/messages", {"body": "hi"})
+    turn = sent.json()["message"]["id"]
     run = Actor.assistant_run(business_id=business.pk, instance="assistant", run="run-9")
     actions.open_claim(run, thread_id=human_thread_id)
     stopped = human_client.post("/api/chat/stop", {})
     assert stopped.status_code == 200
-    assert stopped.json() == {"stopped": [{"thread": human_thread_id, "run": "run-9"}]}
+    assert stopped.json() == {
+        "stopped": [{"thread": human_thread_id, "run": "run-9", "turns": [turn]}]
+    }
+    messages = human_client.get(f"/api/chat/threads/{human_thread_id}/messages").json()
+    assert [m["reply_state"] for m in messages["messages"]] == ["stopped"]
+
+
+def test_stop_covers_waiting_turn_of_one_thread_only(
+    human_client: ListenerClient, human_thread_id: int, project_id: int
+) -> None:
+    """SPEC §7.1: a turn no run holds yet is stopped too; `thread` narrows the stop."""
+    other = human_client.post("/api/chat/threads", {"project": project_id, "name": "other"})
+    other_id = other.json()["thread"]["id"]
+    first = human_client.post(f"/api/chat/threads/{human_thread_id}/messages", {"body": "a"})
+    second = human_client.post(f"/api/chat/threads/{other_id}/messages", {"body": "b"})
+    stopped = human_client.post("/api/chat/stop", {"thread": human_thread_id})
+    assert stopped.json() == {
+        "stopped": [
+            {"thread": human_thread_id, "run": None, "turns": [first.json()["message"]["id"]]}
+        ]
+    }
+    states = {
+        thread: [
+            m["reply_state"]
+            for m in human_client.get(f"/api/chat/threads/{thread}/messages").json()["messages"]
+        ]
+        for thread in (human_thread_id, other_id)
+    }
+    assert states == {human_thread_id: ["stopped"], other_id: ["pending"]}
+    assert second.json()["message"]["reply_state"] == "pending"
+    again = human_client.post("/api/chat/stop", {"thread": human_thread_id})
+    assert error_of(again, 409) == "not-held"
+
+
+def test_stop_of_a_thread_not_owned_refuses_thread_not_owned(
+    human_client: ListenerClient, tester_client: ListenerClient, project_id: int
+) -> None:
+    """R1 holds for the stop's thread: the tester's thread through the human's stop."""
+    thread = tester_client.post("/api/chat/threads", {"project": project_id, "name": "t"})
+    thread_id = thread.json()["thread"]["id"]
+    tester_client.post(f"/api/chat/threads/{thread_id}/messages", {"body": "hi"})
+    assert error_of(human_client.post("/api/chat/stop", {"thread": thread_id}), 403) == (
+        "thread-not-owned"
+    )
+    messages = tester_client.get(f"/api/chat/threads/{thread_id}/messages").json()["messages"]
+    assert [m["reply_state"] for m in messages] == ["pending"]
 
 
 def test_inbox_answers_decisions(human_client: ListenerClient, business, human_thread_id) -> None:

@@ -13,8 +13,6 @@ from broker.models import Business, ClaimEnd, Message, ThreadClaim
 from broker.runner.pending import pending_messages, pending_threads
 from tests.broker import factories
 
-RETRY = timedelta(seconds=30)
-
 
 @pytest.fixture
 def staff(business: Business) -> Actor:
@@ -197,7 +195,7 @@ def test_pending_messages_query_count_is_pinned(
     with django_assert_num_queries(1):
         assert len(list(pending_messages())) == 6
     with django_assert_num_queries(1):
-        assert len(pending_threads(limit=10, retry_after=RETRY)) == 0  # all held
+        assert len(pending_threads(limit=10)) == 0  # all held
 
 
 # --- pending threads: what a runner may take up ---------------------------------------------
@@ -208,14 +206,14 @@ def test_pending_threads_oldest_first_one_per_thread(human: Actor, product) -> N
     first = send(human, b)
     send(human, a)
     send(human, b)
-    found = pending_threads(limit=10, retry_after=RETRY)
+    found = pending_threads(limit=10)
     assert [(p.thread_id, p.first_message_id) for p in found] == [
         (b.pk, first.pk),
         (a.pk, a.messages.get().pk),
     ]
     assert {(p.business_id, p.instance) for p in found} == {(human.business_id, "assistant")}
-    assert [p.thread_id for p in pending_threads(limit=1, retry_after=RETRY)] == [b.pk]
-    assert [p.thread_id for p in pending_threads(limit=9, exclude={b.pk}, retry_after=RETRY)] == [
+    assert [p.thread_id for p in pending_threads(limit=1)] == [b.pk]
+    assert [p.thread_id for p in pending_threads(limit=9, exclude={b.pk})] == [
         a.pk
     ]
 
@@ -227,36 +225,43 @@ def test_pending_threads_held_on_live_lease_is_left_out_expired_is_found(
     thread = factories.thread(human, product, "work")
     send(human, thread)
     claim = factories.claim(assistant_run, thread)
-    assert pending_threads(limit=10, retry_after=RETRY) == []
+    assert pending_threads(limit=10) == []
     ThreadClaim.objects.filter(pk=claim.pk).update(
         lease_expires_at=timezone.now() - timedelta(seconds=1)
     )
-    assert [p.thread_id for p in pending_threads(limit=10, retry_after=RETRY)] == [thread.pk]
+    assert [p.thread_id for p in pending_threads(limit=10)] == [thread.pk]
 
 
-def test_pending_threads_recently_failed_waits_out_retry_period(
+def test_pending_threads_retrying_turn_waits_for_its_retry_time(
     human: Actor, assistant_run: Actor, product
 ) -> None:
-    """Decision (Runs): after a backend failure the thread waits one retry period."""
+    """SPEC §7.1: after a transient failure the thread waits until the turn's `retry_at`."""
     thread = factories.thread(human, product, "work")
-    send(human, thread)
+    turn = send(human, thread)
     claim = factories.claim(assistant_run, thread)
-    actions.end_claim(
-        assistant_run, claim_id=claim.pk, how=ClaimEnd.FAILED, reason="failed: APITimeoutError"
+    actions.start_turn(assistant_run, claim_id=claim.pk, turn_id=turn.pk)
+    progress = actions.fail_turn(
+        assistant_run,
+        claim_id=claim.pk,
+        turn_id=turn.pk,
+        failure="The model server is busy.",
+        transient=True,
+        retry_after=30,
     )
-    assert pending_threads(limit=10, retry_after=RETRY) == []
-    later = timezone.now() + RETRY + timedelta(seconds=1)
-    assert [p.thread_id for p in pending_threads(limit=10, retry_after=RETRY, now=later)] == [
-        thread.pk
-    ]
+    actions.end_claim(assistant_run, claim_id=claim.pk, how=ClaimEnd.FAILED, reason="busy")
+    assert progress.state == "retrying"
+    assert pending_ids() == [turn.pk]  # still owed
+    assert pending_threads(limit=10) == []
+    later = progress.retry_at + timedelta(seconds=1)
+    assert [p.thread_id for p in pending_threads(limit=10, now=later)] == [thread.pk]
 
 
-def test_pending_threads_failure_worded_otherwise_still_waits_out_retry_period(
+def test_pending_threads_failed_claim_alone_sets_no_back_off(
     human: Actor, assistant_run: Actor, product
 ) -> None:
-    """Decision (Runs): the back-off follows a `failed` end, whatever its sentence says."""
+    """SPEC §7.1: the wait is the turn's (`retry_at`), not a claim's end, whatever it says."""
     thread = factories.thread(human, product, "work")
     send(human, thread)
     claim = factories.claim(assistant_run, thread)
     actions.end_claim(assistant_run, claim_id=claim.pk, how=ClaimEnd.FAILED, reason="timeout")
-    assert pending_threads(limit=10, retry_after=RETRY) == []
+    assert [p.thread_id for p in pending_threads(limit=10)] == [thread.pk]

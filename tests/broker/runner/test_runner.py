@@ -145,7 +145,7 @@ def test_runner_tester_stop_mid_turn_ends_only_tester_run(
     stopped = actions.stop_assistant(tester)
     stopped_at = time.monotonic()
 
-    assert [c.thread_id for c in stopped] == [tester_thread.pk]
+    assert [c.thread_id for c in stopped.claims] == [tester_thread.pk]
     claim = ThreadClaim.objects.get(thread=tester_thread)
     assert (claim.ended_by, claim.end_reason) == ("tester", "stopped by the tester")
     # The run is gone well within one lease: the turn was cancelled, the thread let go.
@@ -176,7 +176,7 @@ def test_runner_human_stop_mid_turn_ends_only_human_run(
 
     stopped = actions.stop_assistant(human)
 
-    assert [c.thread_id for c in stopped] == [human_thread.pk]
+    assert [c.thread_id for c in stopped.claims] == [human_thread.pk]
     assert ThreadClaim.objects.get(thread=human_thread).ended_by == "ada"
     wait_for(lambda: human_turn.pk in gated.cancelled, timeout=LEASE)
     gated.release.set()
