@@ -94,6 +94,11 @@ MOSAIC_ASSISTANT_MODEL = env.str("MOSAIC_ASSISTANT_MODEL", default="")
 MOSAIC_ASSISTANT_API_KEY = env.str("MOSAIC_ASSISTANT_API_KEY", default="")
 MOSAIC_ASSISTANT_TIMEOUT = env.float("MOSAIC_ASSISTANT_TIMEOUT", default=60.0)
 
+# The model's context window in tokens: the prompt (system, the history that fits, the turn) and
+# the room kept for the reply stay within it. 4096 is the window local servers commonly run with
+# by default (llama.cpp's server, Ollama); set the model's own window to send it more history.
+MOSAIC_ASSISTANT_CONTEXT_TOKENS = env.int("MOSAIC_ASSISTANT_CONTEXT_TOKENS", default=4096)
+
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost"])
 CSRF_TRUSTED_ORIGINS = MOSAIC_HUMAN_ORIGINS
 
