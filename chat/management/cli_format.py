@@ -2,7 +2,9 @@
 
 JSON documents are the chat API's own shapes (`chat.api.shapes`, SPEC §6); the lines are for
 people:
-`#<id> <from_role> → <to_role>: <body>` for a message.
+`#<id> <from_role> → <to_role>: <body>` for a message, with `[state]` after a turn whose reply
+is off its usual course (SPEC §7.1: `[working]`, `[retrying: why]`, `[stopped]`, `[failed: why]`) and `[cut off]` after a reply the
+model stopped at its token limit.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import unicodedata
 from datetime import datetime
 from typing import Any
 
-from broker.models import Message, Project, Thread, ThreadOpen
+from broker.models import Message, Project, ReplyState, Thread, ThreadOpen
 from chat.api import shapes
 
 # Continuation lines of a multi-line body are indented, so every message line starts with `#`.
@@ -73,4 +75,16 @@ def message_json(message: Message) -> dict[str, Any]:
 
 def message_line(message: Message) -> str:
     body = printable(message.body).replace("\n", CONTINUATION)
-    return f"#{message.pk} {message.from_role} → {message.to_role}: {body}"
+    return f"#{message.pk} {message.from_role} → {message.to_role}: {body}{reply_mark(message)}"
+
+
+def reply_mark(message: Message) -> str:
+    """What a person needs to know beside the body: a turn's reply state, a cut-off reply."""
+    if message.is_cut_off:
+        return "  [cut off]"
+    state = message.reply_state
+    if state in (None, ReplyState.PENDING, ReplyState.ANSWERED):
+        return ""  # the usual course: a reply to come, or come
+    progress = message.progress_or_none
+    failure = printable(progress.failure) if progress is not None and progress.failure else ""
+    return f"  [{state}: {failure}]" if failure else f"  [{state}]"

@@ -339,6 +339,36 @@ def test_talk_without_reply_gives_up_after_wait(tester_thread: Thread) -> None:
     assert Message.objects.filter(thread=tester_thread).count() == 1
 
 
+@pytest.mark.django_db(transaction=True)
+def test_talk_ends_when_the_turn_fails_and_read_shows_why(
+    tester_thread: Thread, business: Business
+) -> None:
+    """SPEC §7.1: a failed turn gets no reply: `talk` says so at once, `thread read` marks it."""
+    from broker.runner.backends import ReplyFailed
+    from broker.runner.service import Runner
+
+    class Refusing:
+        name = "refusing"
+
+        def reply(self, turn: Any, **_: Any) -> Any:
+            raise ReplyFailed("The model does not exist.", transient=False)
+
+    runner = Runner(backend=Refusing(), business_id=business.pk, concurrency=1)
+    runner.start()
+    try:
+        started = time.monotonic()
+        with pytest.raises(CommandError) as caught:
+            run("talk", "--thread", str(tester_thread.pk), "--tester", "--wait", "30", stdin="hi\n")
+    finally:
+        assert runner.stop(timeout=10)
+    assert caught.value.returncode == 1
+    turn = Message.objects.get(thread=tester_thread)
+    assert str(caught.value) == f"No reply to #{turn.pk} (failed: The model does not exist.)"
+    assert time.monotonic() - started < 10
+    output = run("thread", "read", str(tester_thread.pk), "--tester")
+    assert output == f"#{turn.pk} tester → assistant: hi  [failed: The model does not exist.]\n"
+
+
 def test_talk_in_human_thread_as_tester_refuses_before_reading_input(
     human_thread: Thread,
 ) -> None:

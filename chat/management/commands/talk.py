@@ -3,7 +3,7 @@
 Each line read from standard input is sent as a turn; the command then prints the thread's
 new messages until the reply to that turn arrives (a RESULT `in_reply_to` it, R12), and reads
 the next line. End of input ends the session; a reply that does not come within `--wait`
-seconds ends it with status 1.
+seconds, or a turn that ends without one (stopped, failed: SPEC §7.1), ends it with status 1.
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ from typing import Any, TextIO
 
 from django.core.management.base import CommandError, CommandParser
 
-from broker import actions
+from broker import actions, selectors
 from broker.actors import Actor
-from broker.models import Message, MessageClass
+from broker.models import Message, MessageClass, ReplyState
 from chat.management.cli_command import BrokerCommand, id_argument
-from chat.management.cli_format import message_json, message_line
+from chat.management.cli_format import message_json, message_line, printable
 from chat.management.cli_stream import newest_id, stream
 
 DEFAULT_WAIT_SECONDS = 60.0
@@ -72,9 +72,19 @@ class Command(BrokerCommand):
     ) -> int:
         """Print the thread's messages after `after` until `turn`'s reply; the last id shown."""
         deadline = time.monotonic() + options["wait"]
-        for message in stream(
-            actor, thread_id=thread_id, after=after, done=lambda: time.monotonic() >= deadline
-        ):
+        ended: list[selectors.ReplyView] = []
+
+        def done() -> bool:
+            if time.monotonic() >= deadline:
+                return True
+            ended[:] = [
+                reply
+                for reply in selectors.thread_replies(actor, thread_id=thread_id, known=[turn.pk])
+                if reply.turn == turn.pk and reply.state in (ReplyState.STOPPED, ReplyState.FAILED)
+            ]
+            return bool(ended)
+
+        for message in stream(actor, thread_id=thread_id, after=after, done=done):
             after = message.pk
             if options["json"]:
                 self.emit_json(message_json(message))
@@ -82,4 +92,7 @@ class Command(BrokerCommand):
                 self.emit(message_line(message))
             if message.message_class == MessageClass.RESULT and message.in_reply_to_id == turn.pk:
                 return after
+        if ended:
+            why = f": {printable(ended[0].failure)}" if ended[0].failure else ""
+            raise CommandError(f"No reply to #{turn.pk} ({ended[0].state}{why})")
         raise CommandError(f"No reply to #{turn.pk} within {options['wait']:g} s.")
