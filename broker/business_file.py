@@ -11,7 +11,7 @@ import contextlib
 import re
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.db import models, transaction
@@ -37,6 +37,18 @@ _TOP_KEYS = frozenset({"business", "roles", "instances"})
 _BUSINESS_KEYS = frozenset({"slug", "human", "tester_enabled", "default_instance"})
 _ROLE_KEYS = frozenset({"receive_from", "send_to", "cross_role"})
 _INSTANCE_KEYS = frozenset({"role"})
+_INSTANCE_OPTIONAL_KEYS = frozenset({"reply"})
+# `[instances.NAME.reply]`: how the instance's replies are made (SPEC §7.1). Every key optional.
+REPLY_BACKENDS = ("offline", "openai")
+_ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
+_URL = re.compile(r"https?://[^\s/?#]+(/[^\s?#]*)?")
+_REPLY_TEXT_MAX = {"base_url": 500, "api_key_env": 100, "model": 200, "system_prompt": 8000}
+_REPLY_NUMBERS: dict[str, tuple[type, float, float]] = {
+    "max_tokens": (int, 1, 1_000_000),
+    "temperature": (float, 0.0, 2.0),
+    "context_tokens": (int, 256, 10_000_000),
+}
+_REPLY_KEYS = frozenset({"backend", *_REPLY_TEXT_MAX, *_REPLY_NUMBERS})
 
 
 @dataclass(frozen=True)
@@ -56,6 +68,8 @@ class RoleSpec:
 class InstanceSpec:
     name: str
     role: str
+    # `[instances.NAME.reply]` as given, checked: only the keys the file sets.
+    reply: Mapping[str, str | int | float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -174,11 +188,13 @@ def load_business(spec: BusinessSpec) -> Business:
         for instance_spec in spec.instances:
             role = roles[instance_spec.role]
             stored_instance = instances.get(instance_spec.name)
+            reply = dict(instance_spec.reply) or None
             if stored_instance is None:
-                Instance.objects.create(business=business, name=instance_spec.name, role=role)
-            elif stored_instance.role_id != role.pk:
-                stored_instance.role = role
-                stored_instance.save(update_fields=["role"])
+                Instance.objects.create(
+                    business=business, name=instance_spec.name, role=role, reply=reply
+                )
+            else:
+                _save_changes(stored_instance, role_id=role.pk, reply=reply)
 
         named_instances = {instance.name for instance in spec.instances}
         for name, stored_instance in instances.items():
@@ -196,8 +212,8 @@ def _save_changes(obj: models.Model, **values: object) -> None:
     changed = [field for field, value in values.items() if getattr(obj, field) != value]
     if not changed:
         return
-    for field in changed:
-        setattr(obj, field, values[field])
+    for name in changed:
+        setattr(obj, name, values[name])
     obj.save(update_fields=changed)
 
 
@@ -250,13 +266,14 @@ class _Reader:
         for instance_name, instance in self.tables(document, "instances").items():
             where = f"instances.{instance_name}"
             self.address(instance_name, key=where, what="instance")
-            self.keys(instance, _INSTANCE_KEYS, where=where)
+            self.keys(instance, _INSTANCE_KEYS, where=where, optional=_INSTANCE_OPTIONAL_KEYS)
             role_name = self.name(
                 instance, "role", where=where, pattern=_NAME, max_length=_NAME_MAX
             )
             if role_name not in role_names:
                 raise self.refuse(f"{where}.role", f"names role '{role_name}', not defined here")
-            instances.append(InstanceSpec(name=instance_name, role=role_name))
+            reply = self.reply(instance, where=where) if "reply" in instance else {}
+            instances.append(InstanceSpec(name=instance_name, role=role_name, reply=reply))
         instance_names = {instance.name for instance in instances}
 
         if default_instance not in instance_names:
@@ -284,14 +301,56 @@ class _Reader:
             instances=tuple(instances),
         )
 
-    def keys(self, table: Mapping[str, object], expected: frozenset[str], *, where: str) -> None:
+    def keys(
+        self,
+        table: Mapping[str, object],
+        expected: frozenset[str],
+        *,
+        where: str,
+        optional: frozenset[str] = frozenset(),
+    ) -> None:
         prefix = f"{where}." if where else ""
-        unknown = sorted(set(table) - expected)
+        unknown = sorted(set(table) - expected - optional)
         if unknown:
             raise self.refuse(f"{prefix}{unknown[0]}", "unknown key")
         missing = sorted(expected - set(table))
         if missing:
             raise self.refuse(f"{prefix}{missing[0]}", "missing")
+
+    def reply(self, instance: Mapping[str, object], *, where: str) -> dict[str, str | int | float]:
+        """`[instances.NAME.reply]`: each key optional, each checked; never a key itself."""
+        where = f"{where}.reply"
+        table = self.table(instance, "reply", where=where.rsplit(".", 1)[0])
+        self.keys(table, frozenset(), where=where, optional=_REPLY_KEYS)
+        reply: dict[str, str | int | float] = {}
+        for key, value in table.items():
+            dotted = f"{where}.{key}"
+            if key in _REPLY_NUMBERS:
+                kind, low, high = _REPLY_NUMBERS[key]
+                number_ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+                if kind is int and not isinstance(value, int):
+                    number_ok = False
+                if not number_ok or not low <= float(value) <= high:  # type: ignore[arg-type]
+                    raise self.refuse(dotted, f"must be {kind.__name__} from {low:g} to {high:g}")
+                reply[key] = kind(value)
+                continue
+            if not isinstance(value, str) or not value:
+                raise self.refuse(dotted, "must be a non-empty string")
+            if key == "backend" and value not in REPLY_BACKENDS:
+                raise self.refuse(dotted, f"must be one of {', '.join(REPLY_BACKENDS)}")
+            if key == "base_url" and not _URL.fullmatch(value):
+                raise self.refuse(dotted, "must be an http:// or https:// URL")
+            if key == "api_key_env" and not _ENV_NAME.fullmatch(value):
+                raise self.refuse(
+                    dotted,
+                    "names the environment variable holding the key (A-Z, 0-9, _), "
+                    "never the key itself",
+                )
+            limit = _REPLY_TEXT_MAX.get(key)
+            if limit is not None and len(value) > limit:
+                raise self.refuse(dotted, f"must be at most {limit} characters")
+            reply[key] = value
+        return reply
 
     def table(self, parent: Mapping[str, object], key: str, *, where: str) -> dict[str, object]:
         value = parent[key]

@@ -102,6 +102,12 @@ class Instance(models.Model):
     business = models.ForeignKey(Business, on_delete=models.CASCADE, related_name="instances")
     name = models.CharField(max_length=100)
     role = models.ForeignKey(RoleDefinition, on_delete=models.PROTECT, related_name="instances")
+    # How its replies are made (the business file's `[instances.NAME.reply]`): backend, model,
+    # system prompt, limits; each key left out falls back to the MOSAIC_ASSISTANT_* settings.
+    # Never a key itself: `api_key_env` names the environment variable that holds it. Null
+    # when the file sets none (nullable so the column is added in place: rebuilding this table
+    # on SQLite would trip over the guards that read it).
+    reply = models.JSONField(null=True, blank=True)
 
     class Meta:
         constraints = [

@@ -3,8 +3,8 @@
 JSON documents are the chat API's own shapes (`chat.api.shapes`, SPEC §6); the lines are for
 people:
 `#<id> <from_role> → <to_role>: <body>` for a message, with `[state]` after a turn whose reply
-is off its usual course (SPEC §7.1: `[working]`, `[retrying: why]`, `[stopped]`, `[failed: why]`) and `[cut off]` after a reply the
-model stopped at its token limit.
+is off its usual course (SPEC §7.1: `[working]`, `[retrying: why]`, `[stopped]`,
+`[failed: why]`) and `[cut off]` after a reply the model stopped at its token limit.
 """
 
 from __future__ import annotations

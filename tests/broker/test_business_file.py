@@ -402,3 +402,76 @@ def test_loadbusiness_process_prints_code_and_exits_nonzero(tmp_path: Path) -> N
 
     assert done.returncode == 2
     assert "invalid-messaging: business 'acme', role 'concierge'" in done.stderr
+
+
+# --- an instance's reply settings (SPEC §7.1) ----------------------------------------------
+
+REPLY = """
+[instances.assistant.reply]
+backend = "openai"
+base_url = "http://127.0.0.1:8080/v1"
+api_key_env = "ASSISTANT_KEY"
+model = "smollm2"
+system_prompt = "You are terse."
+max_tokens = 256
+temperature = 0.2
+context_tokens = 2048
+"""
+
+
+@pytest.mark.django_db
+def test_parse_instance_reply_settings_keeps_what_the_file_sets(tmp_path: Path) -> None:
+    spec = parse_business_file(write(tmp_path, DEMO + REPLY))
+    (instance,) = spec.instances
+    assert instance.reply == {
+        "backend": "openai",
+        "base_url": "http://127.0.0.1:8080/v1",
+        "api_key_env": "ASSISTANT_KEY",
+        "model": "smollm2",
+        "system_prompt": "You are terse.",
+        "max_tokens": 256,
+        "temperature": 0.2,
+        "context_tokens": 2048,
+    }
+    load_business(spec)
+    assert Instance.objects.get(name="assistant").reply == instance.reply
+
+
+@pytest.mark.django_db
+def test_reload_without_reply_settings_clears_them(tmp_path: Path) -> None:
+    load_business(parse_business_file(write(tmp_path, DEMO + REPLY)))
+    load_business(parse_business_file(write(tmp_path, DEMO)))
+    assert Instance.objects.get(name="assistant").reply is None
+
+
+@pytest.mark.parametrize(
+    ("line", "key"),
+    [
+        ('api_key = "sk-123"', "api_key"),
+        ('backend = "anthropic"', "backend"),
+        ('base_url = "file:///etc/passwd"', "base_url"),
+        ('api_key_env = "sk-live-123"', "api_key_env"),
+        ('model = ""', "model"),
+        ("max_tokens = 0", "max_tokens"),
+        ("max_tokens = 1.5", "max_tokens"),
+        ("max_tokens = true", "max_tokens"),
+        ("temperature = 3", "temperature"),
+        ('temperature = "hot"', "temperature"),
+        ("context_tokens = 100", "context_tokens"),
+        (f'system_prompt = "{"x" * 8001}"', "system_prompt"),
+    ],
+)
+def test_parse_bad_reply_setting_refuses_invalid_naming_the_key(
+    tmp_path: Path, line: str, key: str
+) -> None:
+    """A key itself is never accepted in the file: only the name of the variable holding it."""
+    path = write(tmp_path, DEMO + f"\n[instances.assistant.reply]\n{line}\n")
+    refusal = refusal_of(path)
+    assert refusal.code == refusals.INVALID
+    assert refusal.detail.startswith(f"{path}: instances.assistant.reply.{key}: ")
+
+
+def test_parse_reply_that_is_not_a_table_refuses_invalid(tmp_path: Path) -> None:
+    path = write(tmp_path, DEMO.replace('role = "assistant"\n', 'role = "assistant"\nreply = 1\n'))
+    refusal = refusal_of(path)
+    assert refusal.detail.startswith(f"{path}: instances.assistant.reply: must be a table")
