@@ -11,13 +11,17 @@ superusers too, and the one staff write — ending an instance — goes through
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any, cast
 
 from django.contrib import admin, messages
-from django.db.models import Count, Exists, Model, OuterRef, Q, QuerySet
+from django.db.models import Count, Exists, Model, OuterRef, Q, QuerySet, Sum
 from django.db.models.fields.related import RelatedField
-from django.http import HttpRequest
-from django.urls import reverse
+from django.db.models.functions import TruncDate
+from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
+from django.urls import URLPattern, path, reverse
+from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.utils.text import Truncator
@@ -187,6 +191,28 @@ class RoleDefinitionAdmin(ReadOnlyAdmin):
     search_fields = ("name",)
 
 
+# The reply usage page covers this many days back, newest first.
+USAGE_DAYS = 60
+
+
+def reply_usage(*, days: int = USAGE_DAYS) -> list[dict[str, Any]]:
+    """Replies and their tokens (SPEC §7.1) per business, instance and day (UTC), newest first."""
+    since = timezone.now() - timedelta(days=days)
+    rows = (
+        Message.objects.filter(message_class="RESULT", thread__isnull=False, created_at__gte=since)
+        .annotate(day=TruncDate("created_at"))
+        .values("business__slug", "from_role", "day")
+        .annotate(
+            reply_count=Count("pk"),
+            cut_off=Count("pk", filter=Q(finish_reason="length")),
+            prompt_tokens=Sum("prompt_tokens"),
+            completion_tokens=Sum("completion_tokens"),
+        )
+        .order_by("-day", "business__slug", "from_role")
+    )
+    return list(rows)
+
+
 @admin.register(Instance)
 class InstanceAdmin(ReadOnlyAdmin):
     list_display = ("name", "business", "role", "open_claims")
@@ -205,6 +231,30 @@ class InstanceAdmin(ReadOnlyAdmin):
     def open_claims(self, obj: Instance) -> int:
         count: int = getattr(obj, "open_claim_count", 0)
         return count
+
+    def get_urls(self) -> list[URLPattern]:
+        usage = path(
+            "usage/",
+            self.admin_site.admin_view(self.usage_view),
+            name="broker_instance_usage",
+        )
+        return [usage, *super().get_urls()]
+
+    def usage_view(self, request: HttpRequest) -> HttpResponse:
+        """Token usage per instance and per day, summed from the replies' records."""
+        context = {
+            **self.admin_site.each_context(request),
+            "title": f"Reply usage, last {USAGE_DAYS} days",
+            "opts": self.model._meta,
+            "rows": reply_usage(),
+        }
+        return TemplateResponse(request, "admin/broker/usage.html", context)
+
+    def changelist_view(
+        self, request: HttpRequest, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        extra = {**(extra_context or {}), "usage_url": reverse("admin:broker_instance_usage")}
+        return super().changelist_view(request, extra)
 
     def has_end_permission(self, request: HttpRequest) -> bool:
         return request.user.has_perm(END_INSTANCE_PERMISSION)

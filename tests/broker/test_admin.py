@@ -549,3 +549,41 @@ def test_admin_changelist_query_count_flat_as_rows_grow(
     assert model._default_manager.count() > 30
     with django_assert_max_num_queries(at_few):
         assert admin_client.get(changelist(model)).status_code == 200
+
+
+def test_reply_usage_sums_tokens_per_instance_and_day(
+    admin_client: Client, business, human, assistant_run
+) -> None:
+    """SPEC §7.1: admin sums each instance's usage per day from the replies' records."""
+    from broker import actions
+    from broker.replies import ReplyRecord
+    from tests.broker import factories
+
+    thread = factories.thread(human, factories.project(human), "usage")
+    claim = factories.claim(assistant_run, thread)
+    for prompt, completion, finish in ((10, 5, "stop"), (20, 7, "length")):
+        turn = actions.send_to_thread(human, thread_id=thread.pk, body="hi").message
+        actions.send_message(
+            assistant_run,
+            to="human",
+            message_class="RESULT",
+            in_reply_to=turn.pk,
+            claim_id=claim.pk,
+            body="reply",
+            record=ReplyRecord(
+                model="m", finish_reason=finish, prompt_tokens=prompt, completion_tokens=completion
+            ),
+        )
+    page = admin_client.get(reverse("admin:broker_instance_usage"))
+    assert page.status_code == 200
+    [row] = page.context["rows"]
+    assert (row["from_role"], row["reply_count"], row["cut_off"]) == ("assistant", 2, 1)
+    assert (row["prompt_tokens"], row["completion_tokens"]) == (30, 12)
+    assert "<td>30</td>" in page.content.decode()
+    listing = admin_client.get(reverse("admin:broker_instance_changelist")).content.decode()
+    assert reverse("admin:broker_instance_usage") in listing
+
+
+def test_reply_usage_is_for_staff_only(client: Client) -> None:
+    page = client.get(reverse("admin:broker_instance_usage"))
+    assert page.status_code == 302 and "/login/" in page["Location"]
