@@ -8,16 +8,22 @@ The tests never leave 127.0.0.1.
 from __future__ import annotations
 
 import json
+import os
+import secrets
 import select
+import signal
 import socket
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -238,3 +244,124 @@ def serve_fake_model(model: FakeModel | None = None) -> Iterator[FakeModel]:
         model.closing.set()
         server.shutdown()
         server.server_close()
+
+
+# --- the LiteLLM proxy, a real peer -------------------------------------------------------
+
+# The proxy lives in its own virtualenv (requirements-litellm.txt): its `proxy` extra pins
+# versions of rich and websockets that the development tools here cannot use. MOSAIC_LITELLM
+# names another `litellm` executable.
+LITELLM_ENV = "MOSAIC_LITELLM"
+LITELLM_DEFAULT = ROOT / ".venv-litellm" / "bin" / "litellm"
+LITELLM_START_TIMEOUT = 120.0
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def litellm_executable() -> Path:
+    return Path(os.environ.get(LITELLM_ENV) or LITELLM_DEFAULT)
+
+
+@dataclass
+class LiteLLMProxy:
+    """`litellm --config …` as a subprocess on a free port of 127.0.0.1.
+
+    Its environment is built from nothing but what it needs, so it never sees the suite's
+    DATABASE_URL or REDIS_URL (the proxy would take them for its own) and never reaches the
+    network for its model price list.
+    """
+
+    config: dict[str, Any]
+    workdir: Path
+    port: int = 0
+    key: str = field(default_factory=lambda: "sk-" + secrets.token_urlsafe(24))
+    process: subprocess.Popen[bytes] | None = None
+    started_in: float = 0.0
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def log(self) -> Path:
+        return self.workdir / "litellm.log"
+
+    def log_tail(self, lines: int = 40) -> str:
+        if not self.log.exists():
+            return "(no log)"
+        return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+
+    def start(self) -> None:
+        """Start the proxy and wait until it answers; raise when it cannot start."""
+        executable = litellm_executable()
+        if not executable.exists():
+            raise RuntimeError(
+                f"LiteLLM is not installed at {executable}: create that virtualenv and "
+                "install requirements-litellm.txt into it (or set MOSAIC_LITELLM)."
+            )
+        config_file = self.workdir / "litellm.yaml"
+        # JSON is YAML: no YAML writer needed.
+        config_file.write_text(json.dumps(self.config, indent=2))
+        self.port = free_port()
+        environment = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(self.workdir),
+            "LANG": "C.UTF-8",
+            "PYTHONUNBUFFERED": "1",
+            "LITELLM_MASTER_KEY": self.key,
+            "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+            "LITELLM_TELEMETRY": "False",
+        }
+        started = time.monotonic()
+        with self.log.open("wb") as out:
+            self.process = subprocess.Popen(
+                [
+                    str(executable),
+                    *("--config", str(config_file)),
+                    *("--port", str(self.port), "--host", "127.0.0.1"),
+                ],
+                cwd=self.workdir,
+                env=environment,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # the stop reaches its workers too
+            )
+        deadline = started + LITELLM_START_TIMEOUT
+        while not self.answers():
+            if self.process.poll() is not None:
+                raise RuntimeError(
+                    f"LiteLLM exited with {self.process.returncode} before answering:\n"
+                    + self.log_tail()
+                )
+            if time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(
+                    f"LiteLLM did not answer within {LITELLM_START_TIMEOUT:g} s:\n"
+                    + self.log_tail()
+                )
+            time.sleep(0.1)
+        self.started_in = time.monotonic() - started
+
+    def answers(self) -> bool:
+        try:
+            response = httpx.get(f"http://127.0.0.1:{self.port}/health/liveliness", timeout=1)
+        except httpx.HTTPError:
+            return False
+        return response.status_code == 200
+
+    def stop(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        with suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGTERM)
+        try:
+            # Uvicorn then waits for the proxy's background tasks; nothing of them matters here.
+            self.process.wait(3)
+        except subprocess.TimeoutExpired:
+            with suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(10)
