@@ -24,7 +24,9 @@ a redirect (3xx) the client does not        no         a wrong base URL does not
 follow
 a 200 that is not a chat completion:        yes        most often a proxy's glitch or a cut body;
 malformed JSON, a chunk that is not JSON,              a server that never speaks the protocol
-an error event in the stream                           fails after the run's last attempt
+a stream ending with no finish reason                  fails after the run's last attempt
+an error event inside a 200 stream          by code    its `code`, when an HTTP status, classifies
+                                                       it like that status; otherwise transient
 a reply with no text, cut at the token      no         the same limit cuts it again
 limit (`finish_reason` `length`) or
 withheld by a content filter
