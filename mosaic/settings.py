@@ -93,6 +93,20 @@ MOSAIC_ASSISTANT_BASE_URL = env.str(
 MOSAIC_ASSISTANT_MODEL = env.str("MOSAIC_ASSISTANT_MODEL", default="")
 MOSAIC_ASSISTANT_API_KEY = env.str("MOSAIC_ASSISTANT_API_KEY", default="")
 MOSAIC_ASSISTANT_TIMEOUT = env.float("MOSAIC_ASSISTANT_TIMEOUT", default=60.0)
+# The two timeouts of a model request (SPEC §7.1), neither bounding the whole reply: connecting,
+# and the longest silence while waiting for the answer or between two streamed chunks. A slow
+# model that keeps streaming is never cut off. MOSAIC_ASSISTANT_TIMEOUT, the whole-reply timeout
+# of earlier versions, is read as the idle timeout when MOSAIC_ASSISTANT_IDLE_TIMEOUT is unset.
+MOSAIC_ASSISTANT_CONNECT_TIMEOUT = env.float("MOSAIC_ASSISTANT_CONNECT_TIMEOUT", default=10.0)
+MOSAIC_ASSISTANT_IDLE_TIMEOUT = env.float(
+    "MOSAIC_ASSISTANT_IDLE_TIMEOUT", default=MOSAIC_ASSISTANT_TIMEOUT
+)
+# Sent with each request only when set; unset, the server's defaults apply.
+MOSAIC_ASSISTANT_MAX_TOKENS: int | None = env.int("MOSAIC_ASSISTANT_MAX_TOKENS", default=None)
+MOSAIC_ASSISTANT_TEMPERATURE: float | None = env.float("MOSAIC_ASSISTANT_TEMPERATURE", default=None)
+# The offline backend's pause between two drafts, in seconds, so replies are seen streaming
+# with no model (0: no pause).
+MOSAIC_OFFLINE_PACE = env.float("MOSAIC_OFFLINE_PACE", default=0.04)
 
 # The model's context window in tokens: the prompt (system, the history that fits, the turn) and
 # the room kept for the reply stay within it. 4096 is the window local servers commonly run with

@@ -30,12 +30,19 @@ BACKENDS = ("offline", "openai")
 
 
 def backend_from_settings() -> ReplyBackend:
-    """The configured backend; a missing or unknown setting fails closed at start."""
+    """The configured backend; a missing, unknown or invalid setting fails closed at start."""
+    try:
+        return configured_backend()
+    except ValueError as error:
+        raise ImproperlyConfigured(f"The assistant backend's settings: {error}.") from error
+
+
+def configured_backend() -> ReplyBackend:
     name: str = settings.MOSAIC_ASSISTANT_BACKEND
     if name == "offline":
         from broker.runner.backends.offline import OfflineBackend
 
-        return OfflineBackend()
+        return OfflineBackend(pace=settings.MOSAIC_OFFLINE_PACE)
     if name == "openai":
         model: str = settings.MOSAIC_ASSISTANT_MODEL
         base_url: str = settings.MOSAIC_ASSISTANT_BASE_URL
@@ -51,7 +58,10 @@ def backend_from_settings() -> ReplyBackend:
             base_url=base_url,
             model=model,
             api_key=settings.MOSAIC_ASSISTANT_API_KEY,
-            timeout=settings.MOSAIC_ASSISTANT_TIMEOUT,
+            connect_timeout=settings.MOSAIC_ASSISTANT_CONNECT_TIMEOUT,
+            idle_timeout=settings.MOSAIC_ASSISTANT_IDLE_TIMEOUT,
+            max_tokens=settings.MOSAIC_ASSISTANT_MAX_TOKENS,
+            temperature=settings.MOSAIC_ASSISTANT_TEMPERATURE,
         )
     raise ImproperlyConfigured(
         f"MOSAIC_ASSISTANT_BACKEND is {name!r}; it must be one of {', '.join(BACKENDS)}."

@@ -1,23 +1,45 @@
-"""An OpenAI-compatible chat completions backend, through the official `openai` client.
+"""An OpenAI-compatible chat completions backend, streamed, through the official `openai` client.
 
-Any server speaking `POST {base_url}/chat/completions` works: OpenAI itself, or a local model
-behind llama.cpp's server, vLLM or Ollama. The thread's history becomes the messages list; a
-tester turn's prompt begins with SPEC §7's tester line.
+Any server speaking `POST {base_url}/chat/completions` works: OpenAI itself, a LiteLLM proxy, or
+a local model behind llama.cpp's server, vLLM or Ollama. The thread's history becomes the
+messages list (`broker.runner.prompt`).
 
-The request runs on a private event loop so a cancelled turn (its claim ended) abandons the
-HTTP request at once instead of waiting for the model.
+The reply is asked for as a stream (`stream: true`, with `stream_options.include_usage` so the
+last chunk carries token usage), and `draft` is called with the whole text so far as chunks
+arrive (SPEC §7.1, Streaming). A server that cannot stream and answers one JSON completion
+instead is read as such.
+
+Two timeouts bound a request, neither of them the whole reply: the connect timeout, and the idle
+timeout — the longest silence allowed while waiting for the answer or between two chunks
+(including the wait for the first one, while the model reads the prompt). A slow model that
+keeps streaming is never cut off.
+
+The request runs on a private event loop so a cancelled turn (its claim ended, the runner
+stopping) closes the HTTP request at once instead of waiting for the model. Every failure is
+classified by `broker.runner.backends.failures`; no exception of the client reaches the run.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
-from contextlib import suppress
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
-from openai import AsyncOpenAI, OpenAIError
-from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
+import httpx2
+from openai import AsyncOpenAI, AsyncStream, omit
+from openai.types.chat import ChatCompletionChunk, ChatCompletionMessageParam
 
 from broker.runner.backends.base import Draft, Reply, ReplyFailed, TurnCancelled, TurnTools
+from broker.runner.backends.failures import (
+    MalformedAnswer,
+    failure_from_empty_reply,
+    failure_from_error,
+    trimmed,
+)
 from broker.runner.prompt import prompt_messages
 from broker.runner.turns import Turn
 
@@ -25,18 +47,144 @@ from broker.runner.turns import Turn
 CANCEL_POLL = 0.05
 # Some local servers want a key but check none; the client refuses an empty one.
 UNUSED_KEY = "unused"
+DEFAULT_CONNECT_TIMEOUT = 10.0
+DEFAULT_IDLE_TIMEOUT = 60.0
+
+
+@dataclass
+class ReplySoFar:
+    """A reply as it arrives: the text, and what the server reported about it."""
+
+    started: float
+    parts: list[str] = field(default_factory=list)
+    model: str = ""
+    finish_reason: str = ""
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    first_token_ms: int | None = None
+
+    @property
+    def text(self) -> str:
+        return "".join(self.parts)
+
+    def add_text(self, text: object) -> bool:
+        """Append a piece of text; True when the reply grew."""
+        if text is None:
+            return False
+        if not isinstance(text, str):
+            raise MalformedAnswer("its text is not a string")
+        if not text:
+            return False
+        if self.first_token_ms is None:
+            self.first_token_ms = round((time.monotonic() - self.started) * 1000)
+        self.parts.append(text)
+        return True
+
+    def note(self, *, model: object = None, finish_reason: object = None) -> None:
+        if isinstance(model, str) and model:
+            self.model = model
+        if isinstance(finish_reason, str) and finish_reason:
+            self.finish_reason = finish_reason
+
+    def note_usage(self, usage: object) -> None:
+        """Token counts from a chunk's `usage` (an object) or a completion's (a mapping);
+        anything that is not a count is ignored."""
+        for name in ("prompt_tokens", "completion_tokens"):
+            value = usage.get(name) if isinstance(usage, Mapping) else getattr(usage, name, None)
+            if isinstance(value, int) and not isinstance(value, bool):
+                setattr(self, name, value)
+
+    def reply(self) -> Reply:
+        """The finished reply; a reply with no text is a failure (`failures`)."""
+        text = self.text
+        if not text.strip():
+            raise failure_from_empty_reply(self.finish_reason)
+        return Reply(
+            text=text,
+            model=self.model,
+            finish_reason=self.finish_reason,
+            prompt_tokens=self.prompt_tokens,
+            completion_tokens=self.completion_tokens,
+            first_token_ms=self.first_token_ms,
+        )
+
+
+def read_chunk(chunk: object, reply: ReplySoFar) -> bool:
+    """Add one streamed chunk to `reply`; True when its text grew. Only the first choice
+    counts (one is asked for). The client builds chunks without validating them, so every
+    field is checked here."""
+    if not isinstance(chunk, ChatCompletionChunk):
+        raise MalformedAnswer("a streamed chunk is not a JSON object")
+    reply.note(model=getattr(chunk, "model", None))
+    reply.note_usage(getattr(chunk, "usage", None))
+    choices = getattr(chunk, "choices", None) or []
+    if not isinstance(choices, list):
+        raise MalformedAnswer("a streamed chunk's choices are not a list")
+    grew = False
+    for choice in choices:
+        if getattr(choice, "index", 0) not in (0, None):
+            continue
+        reply.note(finish_reason=getattr(choice, "finish_reason", None))
+        delta = getattr(choice, "delta", None)
+        grew = reply.add_text(getattr(delta, "content", None)) or grew
+    return grew
+
+
+def read_completion(body: bytes, reply: ReplySoFar) -> None:
+    """Fill `reply` from a whole JSON completion (a server that does not stream)."""
+    try:
+        data: Any = json.loads(body)
+    except ValueError:
+        raise MalformedAnswer("it is not valid JSON") from None
+    if not isinstance(data, dict):
+        raise MalformedAnswer("it is not a JSON object")
+    error = data.get("error")
+    if error:
+        message = error.get("message") if isinstance(error, dict) else error
+        said = trimmed(message) if isinstance(message, str) and message.strip() else "no details"
+        raise ReplyFailed(f"The model server reported an error: {said}", transient=True)
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise MalformedAnswer("it has no choices")
+    message = choices[0].get("message")
+    if not isinstance(message, dict):
+        raise MalformedAnswer("its choice has no message")
+    reply.note(model=data.get("model"), finish_reason=choices[0].get("finish_reason"))
+    reply.note_usage(data.get("usage"))
+    reply.add_text(message.get("content"))
 
 
 class ChatCompletionsBackend:
-    """Replies from an OpenAI-compatible endpoint; errors and timeouts raise `ReplyFailed`."""
+    """Streams replies from an OpenAI-compatible endpoint. Failures raise a classified
+    `ReplyFailed`; a cancelled turn raises `TurnCancelled` with its request closed."""
 
     name = "openai"
 
-    def __init__(self, *, base_url: str, model: str, api_key: str, timeout: float) -> None:
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        model: str,
+        api_key: str = "",
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+    ) -> None:
+        if connect_timeout <= 0 or idle_timeout <= 0:
+            raise ValueError("the connect and idle timeouts must be positive")
+        if max_tokens is not None and max_tokens < 1:
+            raise ValueError("max_tokens must be at least 1")
+        if temperature is not None and temperature < 0:
+            raise ValueError("temperature must not be negative")
         self.base_url = base_url
         self.model = model
         self.api_key = api_key or UNUSED_KEY
-        self.timeout = timeout
+        self.connect_timeout = connect_timeout
+        self.idle_timeout = idle_timeout
+        # None: not sent, the server's default applies.
+        self.max_tokens = max_tokens
+        self.temperature = temperature
 
     def reply(
         self, turn: Turn, *, tools: TurnTools, cancel: threading.Event, draft: Draft
@@ -44,31 +192,65 @@ class ChatCompletionsBackend:
         if cancel.is_set():
             raise TurnCancelled
         try:
-            completion = asyncio.run(self._complete(prompt_messages(turn), cancel))
-        except OpenAIError as error:
-            raise ReplyFailed(f"{type(error).__name__}: {error}", transient=True) from error
-        choice = completion.choices[0] if completion.choices else None
-        content = choice.message.content if choice else None
-        if not content or not content.strip():
-            raise ReplyFailed("the model returned no text", transient=True)
-        return Reply(text=content)
+            return asyncio.run(self._reply(prompt_messages(turn), cancel, draft))
+        except (TurnCancelled, ReplyFailed):
+            raise
+        except Exception as error:
+            raise failure_from_error(
+                error, connect_timeout=self.connect_timeout, idle_timeout=self.idle_timeout
+            ) from error
 
-    async def _complete(
-        self, messages: list[ChatCompletionMessageParam], cancel: threading.Event
-    ) -> ChatCompletion:
-        # Retries are the runner's (after a back-off, by whichever runner comes next), so the
-        # client makes one attempt within the timeout.
+    async def _reply(
+        self, messages: list[ChatCompletionMessageParam], cancel: threading.Event, draft: Draft
+    ) -> Reply:
+        """Run the request as a task and cancel it (closing the connection) once `cancel` is
+        set."""
+        request = asyncio.ensure_future(self._stream(messages, cancel, draft))
+        while not request.done():
+            await asyncio.wait({request}, timeout=CANCEL_POLL)
+            if cancel.is_set() and not request.done():
+                request.cancel()
+                # Wait for the task to close its response and client; whatever it raises while
+                # doing so no longer matters.
+                await asyncio.gather(request, return_exceptions=True)
+                raise TurnCancelled
+        return request.result()
+
+    async def _stream(
+        self, messages: list[ChatCompletionMessageParam], cancel: threading.Event, draft: Draft
+    ) -> Reply:
+        # The read timeout is per read, so it is the idle timeout between chunks. Retries are
+        # the run's (after a back-off, by whichever runner comes next): one attempt here.
+        timeout = httpx2.Timeout(
+            self.idle_timeout, connect=self.connect_timeout, pool=self.connect_timeout
+        )
         async with AsyncOpenAI(
-            base_url=self.base_url, api_key=self.api_key, timeout=self.timeout, max_retries=0
+            base_url=self.base_url, api_key=self.api_key, timeout=timeout, max_retries=0
         ) as client:
-            request = asyncio.ensure_future(
-                client.chat.completions.create(model=self.model, messages=messages)
+            reply = ReplySoFar(started=time.monotonic())
+            stream: AsyncStream[ChatCompletionChunk] = await client.chat.completions.create(
+                model=self.model,
+                messages=messages,
+                stream=True,
+                stream_options={"include_usage": True},
+                max_tokens=omit if self.max_tokens is None else self.max_tokens,
+                temperature=omit if self.temperature is None else self.temperature,
             )
-            while not request.done():
-                await asyncio.wait({request}, timeout=CANCEL_POLL)
-                if cancel.is_set() and not request.done():
-                    request.cancel()
-                    with suppress(asyncio.CancelledError):
-                        await request
-                    raise TurnCancelled
-            return request.result()
+            async with stream:
+                if "json" in stream.response.headers.get("content-type", ""):
+                    # A server that does not stream answered with the whole completion.
+                    read_completion(await stream.response.aread(), reply)
+                    return reply.reply()
+                async for chunk in stream:
+                    if cancel.is_set():
+                        raise TurnCancelled
+                    if read_chunk(chunk, reply):
+                        draft(reply.text)
+            if not reply.finish_reason:
+                # The protocol ends every stream with a finish reason; without one the
+                # answer was cut short (a proxy closing it, a server dying mid-reply).
+                raise ReplyFailed(
+                    "The model server's stream ended before the reply was finished.",
+                    transient=True,
+                )
+            return reply.reply()

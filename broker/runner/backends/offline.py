@@ -3,6 +3,9 @@
 It greets, answers questions from what was said earlier in the thread, summarises the thread,
 lists what it can do, and creates a task from a human's `task: …` turn. A tester's `task:` is
 refused by R15 — a tester turn carries no human request — and the reply says so plainly.
+
+It streams like a model would (SPEC §7.1): a few words per draft, `pace` seconds apart, so the
+Console shows drafts with no model server. The reply itself does not depend on the pace.
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ COMMON_WORDS = (
 STOPWORDS = frozenset(COMMON_WORDS.split())
 QUOTE_LENGTH = 80
 SUMMARY_TURNS = 10
+# How many words each draft adds.
+DRAFT_WORDS = 3
 
 
 def quote(text: str, limit: int = QUOTE_LENGTH) -> str:
@@ -45,17 +50,35 @@ def turns_label(count: int) -> str:
     return f"{count} turn" if count == 1 else f"{count} turns"
 
 
+def drafts_of(text: str, words_each: int = DRAFT_WORDS) -> list[str]:
+    """The successive drafts of `text`, each `words_each` words longer; the last is `text`."""
+    pieces = re.findall(r"\s*\S+\s*", text) or [text]
+    return ["".join(pieces[: end + words_each]) for end in range(0, len(pieces), words_each)]
+
+
 class OfflineBackend:
     """Deterministic: the same thread gives the same reply, every time."""
 
     name = "offline"
+
+    def __init__(self, *, pace: float = 0.0) -> None:
+        if pace < 0:
+            raise ValueError("the offline pace must not be negative")
+        # Seconds between two drafts; 0 sends them all at once (tests).
+        self.pace = pace
 
     def reply(
         self, turn: Turn, *, tools: TurnTools, cancel: threading.Event, draft: Draft
     ) -> Reply:
         if cancel.is_set():
             raise TurnCancelled
-        return Reply(text=self.answer(turn, tools))
+        text = self.answer(turn, tools)
+        for number, so_far in enumerate(drafts_of(text)):
+            # The wait is the cancellation check too: a stop ends the reply mid-stream.
+            if (number and self.pace and cancel.wait(self.pace)) or cancel.is_set():
+                raise TurnCancelled
+            draft(so_far)
+        return Reply(text=text, model="offline", finish_reason="stop")
 
     def answer(self, turn: Turn, tools: TurnTools) -> str:
         text = " ".join(turn.body.split())

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -16,6 +14,7 @@ from broker.runner.backends import Draft, Reply, TurnCancelled, TurnTools
 from broker.runner.backends.offline import OfflineBackend
 from broker.runner.service import Runner
 from broker.runner.turns import Turn
+from tests.model_servers import FakeModel, serve_fake_model
 
 LEASE = 1.0
 
@@ -89,78 +88,8 @@ def gated() -> Iterator[GatedBackend]:
 # --- a fake OpenAI-compatible server on loopback ----------------------------------------
 
 
-@dataclass
-class FakeModel:
-    """What the fake server answers, and what it was asked."""
-
-    url: str = ""
-    delay: float = 0.0
-    status: int = 200
-    content: str | None = "model reply"
-    requests: list[dict[str, Any]] = field(default_factory=list)
-    headers: list[dict[str, str]] = field(default_factory=list)
-    arrived: threading.Event = field(default_factory=threading.Event)
-    closing: threading.Event = field(default_factory=threading.Event)
-
-    def completion(self, model: str) -> dict[str, Any]:
-        return {
-            "id": "chatcmpl-fake",
-            "object": "chat.completion",
-            "created": 0,
-            "model": model,
-            "choices": [
-                {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": self.content},
-                    "finish_reason": "stop",
-                }
-            ],
-            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-        }
-
-
-def fake_handler(model: FakeModel) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            if self.path != "/v1/chat/completions":
-                self.send_error(404)
-                return
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            model.requests.append(body)
-            model.headers.append({k.lower(): v for k, v in self.headers.items()})
-            model.arrived.set()
-            if model.closing.wait(model.delay):
-                return
-            if model.status != 200:
-                payload = {"error": {"message": "the model is down", "type": "server_error"}}
-            else:
-                payload = model.completion(body["model"])
-            data = json.dumps(payload).encode()
-            try:
-                self.send_response(model.status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-            except OSError:
-                pass  # the client gave up (a cancelled turn, a killed runner)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    return Handler
-
-
 @pytest.fixture
 def fake_model() -> Iterator[FakeModel]:
     """An OpenAI-compatible `/v1/chat/completions` on 127.0.0.1: the tests never leave loopback."""
-    model = FakeModel()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), fake_handler(model))
-    server.daemon_threads = True
-    model.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    yield model
-    model.closing.set()
-    server.shutdown()
-    server.server_close()
+    with serve_fake_model() as model:
+        yield model

@@ -1,0 +1,367 @@
+"""Model servers the suite talks to on loopback: a fake OpenAI-compatible chat completions
+server whose every answer a test can shape (streams, slow chunks, status codes with headers,
+malformed bodies, hang-ups), and the LiteLLM proxy run as a real peer.
+
+The tests never leave 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import select
+import signal
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# --- a fake OpenAI-compatible server ----------------------------------------------------
+
+
+@dataclass
+class FakeModel:
+    """What the fake server answers, and what it was asked.
+
+    By default it answers like a well-behaved server: a stream of `content` word by word when
+    the request asks for one (`stream: true`), a JSON completion otherwise.
+    """
+
+    url: str = ""
+    # Seconds before the answer starts (the model reading the prompt).
+    delay: float = 0.0
+    status: int = 200
+    content: str | None = "model reply"
+    # Extra headers on the answer (`Retry-After` on a 429, …).
+    answer_headers: dict[str, str] = field(default_factory=dict)
+    # The body of an error answer; None: an OpenAI-shaped error saying `error_message`.
+    error_body: str | None = None
+    error_message: str = "the model is down"
+    # A 200 whose body is exactly this (a malformed answer); None: a proper completion.
+    raw_body: str | None = None
+    # False: a server that cannot stream, answering JSON even to a stream request.
+    streams: bool = True
+    # The text pieces of a stream; None: `content` split after each space.
+    pieces: list[str] | None = None
+    # Seconds between two streamed chunks.
+    chunk_delay: float = 0.0
+    finish_reason: str | None = "stop"
+    # The model name the answer reports; empty: the one asked for.
+    reported_model: str = ""
+    usage: dict[str, int] | None = field(
+        default_factory=lambda: {"prompt_tokens": 11, "completion_tokens": 2, "total_tokens": 13}
+    )
+    # SSE `data:` payloads sent verbatim instead of the stream built from the fields above.
+    raw_events: list[str] | None = None
+    # Close the connection after this many chunks, mid-body (a stream that broke off).
+    break_after: int | None = None
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    headers: list[dict[str, str]] = field(default_factory=list)
+    arrived: threading.Event = field(default_factory=threading.Event)
+    # Set when the client hung up before the answer was complete.
+    hung_up: threading.Event = field(default_factory=threading.Event)
+    closing: threading.Event = field(default_factory=threading.Event)
+
+    def completion(self, model: str) -> dict[str, Any]:
+        answer: dict[str, Any] = {
+            "id": "chatcmpl-fake",
+            "object": "chat.completion",
+            "created": 0,
+            "model": self.reported_model or model,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": self.content},
+                    "finish_reason": self.finish_reason,
+                }
+            ],
+        }
+        if self.usage is not None:
+            answer["usage"] = self.usage
+        return answer
+
+    def stream_events(self, model: str, *, include_usage: bool) -> list[str]:
+        """The `data:` payloads of a streamed answer, `[DONE]` last."""
+        if self.raw_events is not None:
+            return self.raw_events
+        name = self.reported_model or model
+        pieces = self.pieces
+        if pieces is None:
+            words = (self.content or "").split(" ")
+            pieces = [word + " " for word in words[:-1]] + words[-1:]
+
+        def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
+            choice = {"index": 0, "delta": delta, "finish_reason": finish}
+            return json.dumps(
+                {
+                    "id": "chatcmpl-fake",
+                    "object": "chat.completion.chunk",
+                    "created": 0,
+                    "model": name,
+                    "choices": [choice],
+                }
+            )
+
+        events = [chunk({"role": "assistant", "content": ""})]
+        events += [chunk({"content": piece}) for piece in pieces]
+        events.append(chunk({}, self.finish_reason))
+        if include_usage and self.usage is not None:
+            events.append(
+                json.dumps(
+                    {
+                        "id": "chatcmpl-fake",
+                        "object": "chat.completion.chunk",
+                        "created": 0,
+                        "model": name,
+                        "choices": [],
+                        "usage": self.usage,
+                    }
+                )
+            )
+        events.append("[DONE]")
+        return events
+
+
+def fake_handler(model: FakeModel) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        # HTTP/1.1, so a stream is chunked and one cut short is seen as broken.
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self) -> None:
+            if self.path != "/v1/chat/completions":
+                self.send_error(404)
+                return
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            model.requests.append(body)
+            model.headers.append({k.lower(): v for k, v in self.headers.items()})
+            model.arrived.set()
+            if self.wait_or_hang_up(model.delay):
+                return
+            try:
+                if model.status != 200:
+                    self.answer_error()
+                elif model.raw_body is not None:
+                    self.answer(200, model.raw_body.encode(), "application/json")
+                elif body.get("stream") and model.streams:
+                    options = body.get("stream_options") or {}
+                    self.answer_stream(
+                        model.stream_events(
+                            body["model"], include_usage=bool(options.get("include_usage"))
+                        )
+                    )
+                else:
+                    data = json.dumps(model.completion(body["model"])).encode()
+                    self.answer(200, data, "application/json")
+            except OSError:
+                model.hung_up.set()  # the client gave up (a cancelled turn, a killed runner)
+
+        def answer(self, status: int, data: bytes, content_type: str) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(data)))
+            for name, value in model.answer_headers.items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(data)
+
+        def answer_error(self) -> None:
+            if model.error_body is not None:
+                data = model.error_body.encode()
+            else:
+                error = {"message": model.error_message, "type": "server_error", "code": None}
+                data = json.dumps({"error": error}).encode()
+            self.answer(model.status, data, "application/json")
+
+        def answer_stream(self, events: list[str]) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Transfer-Encoding", "chunked")
+            for name, value in model.answer_headers.items():
+                self.send_header(name, value)
+            self.end_headers()
+            for number, event in enumerate(events):
+                if number and self.wait_or_hang_up(model.chunk_delay):
+                    return
+                if model.break_after is not None and number == model.break_after:
+                    # Half a chunk, then the connection drops: no terminating chunk.
+                    self.wfile.write(b'40\r\ndata: {"id"')
+                    self.wfile.flush()
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return
+                data = f"data: {event}\n\n".encode()
+                self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+
+        def wait_or_hang_up(self, seconds: float) -> bool:
+            """Wait `seconds`; True, at once, when the client hangs up (or the server stops)."""
+            deadline = time.monotonic() + seconds
+            while (left := deadline - time.monotonic()) > 0:
+                if model.closing.is_set():
+                    return True
+                try:
+                    readable, _, _ = select.select([self.connection], [], [], min(left, 0.02))
+                    gone = bool(readable) and not self.connection.recv(1, socket.MSG_PEEK)
+                except OSError:
+                    gone = True
+                if gone:
+                    model.hung_up.set()
+                    return True
+            return model.closing.is_set()
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    return Handler
+
+
+@contextmanager
+def serve_fake_model(model: FakeModel | None = None) -> Iterator[FakeModel]:
+    """Serve `model` on a free port of 127.0.0.1 (`model.url` ends in `/v1`) until the block
+    ends."""
+    model = model or FakeModel()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), fake_handler(model))
+    server.daemon_threads = True
+    model.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    try:
+        yield model
+    finally:
+        model.closing.set()
+        server.shutdown()
+        server.server_close()
+
+
+# --- the LiteLLM proxy, a real peer -------------------------------------------------------
+
+# The proxy lives in its own virtualenv (requirements-litellm.txt): its `proxy` extra pins
+# versions of rich and websockets that the development tools here cannot use. MOSAIC_LITELLM
+# names another `litellm` executable.
+LITELLM_ENV = "MOSAIC_LITELLM"
+LITELLM_DEFAULT = ROOT / ".venv-litellm" / "bin" / "litellm"
+LITELLM_START_TIMEOUT = 120.0
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def litellm_executable() -> Path:
+    return Path(os.environ.get(LITELLM_ENV) or LITELLM_DEFAULT)
+
+
+@dataclass
+class LiteLLMProxy:
+    """`litellm --config …` as a subprocess on a free port of 127.0.0.1.
+
+    Its environment is built from nothing but what it needs, so it never sees the suite's
+    DATABASE_URL or REDIS_URL (the proxy would take them for its own) and never reaches the
+    network for its model price list.
+    """
+
+    config: dict[str, Any]
+    workdir: Path
+    port: int = 0
+    key: str = field(default_factory=lambda: "sk-" + secrets.token_urlsafe(24))
+    process: subprocess.Popen[bytes] | None = None
+    started_in: float = 0.0
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def log(self) -> Path:
+        return self.workdir / "litellm.log"
+
+    def log_tail(self, lines: int = 40) -> str:
+        if not self.log.exists():
+            return "(no log)"
+        return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+
+    def start(self) -> None:
+        """Start the proxy and wait until it answers; raise when it cannot start."""
+        executable = litellm_executable()
+        if not executable.exists():
+            raise RuntimeError(
+                f"LiteLLM is not installed at {executable}: create that virtualenv and "
+                "install requirements-litellm.txt into it (or set MOSAIC_LITELLM)."
+            )
+        config_file = self.workdir / "litellm.yaml"
+        # JSON is YAML: no YAML writer needed.
+        config_file.write_text(json.dumps(self.config, indent=2))
+        self.port = free_port()
+        environment = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(self.workdir),
+            "LANG": "C.UTF-8",
+            "PYTHONUNBUFFERED": "1",
+            "LITELLM_MASTER_KEY": self.key,
+            "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+            "LITELLM_TELEMETRY": "False",
+        }
+        started = time.monotonic()
+        with self.log.open("wb") as out:
+            self.process = subprocess.Popen(
+                [
+                    str(executable),
+                    *("--config", str(config_file)),
+                    *("--port", str(self.port), "--host", "127.0.0.1"),
+                ],
+                cwd=self.workdir,
+                env=environment,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # the stop reaches its workers too
+            )
+        deadline = started + LITELLM_START_TIMEOUT
+        while not self.answers():
+            if self.process.poll() is not None:
+                raise RuntimeError(
+                    f"LiteLLM exited with {self.process.returncode} before answering:\n"
+                    + self.log_tail()
+                )
+            if time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(
+                    f"LiteLLM did not answer within {LITELLM_START_TIMEOUT:g} s:\n"
+                    + self.log_tail()
+                )
+            time.sleep(0.1)
+        self.started_in = time.monotonic() - started
+
+    def answers(self) -> bool:
+        try:
+            response = httpx.get(f"http://127.0.0.1:{self.port}/health/liveliness", timeout=1)
+        except httpx.HTTPError:
+            return False
+        return response.status_code == 200
+
+    def stop(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        with suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGTERM)
+        try:
+            # Uvicorn then waits for the proxy's background tasks; nothing of them matters here.
+            self.process.wait(3)
+        except subprocess.TimeoutExpired:
+            with suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(10)
