@@ -12,6 +12,17 @@ $(STAMP): requirements.txt requirements-dev.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	touch $(STAMP)
 
+# LiteLLM's proxy, the suite's real model-server peer (SPEC §7.1), is a program of its own with
+# pins that clash with the dev set's, so it lives in a virtualenv of its own (docs/decisions.md).
+LITELLM_VENV := .venv-litellm
+LITELLM_STAMP := $(LITELLM_VENV)/.installed
+
+$(LITELLM_STAMP): requirements-litellm.txt
+	test -x $(LITELLM_VENV)/bin/python || $(PYTHON) -m venv $(LITELLM_VENV)
+	$(LITELLM_VENV)/bin/python -m pip install --quiet --disable-pip-version-check \
+		-r requirements-litellm.txt
+	touch $(LITELLM_STAMP)
+
 setup: $(STAMP)
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py setupdemo
@@ -27,7 +38,7 @@ check-code: $(STAMP)
 	$(VENV)/bin/mypy
 	$(PY) manage.py makemigrations --check --dry-run
 
-suite: $(STAMP)
+suite: $(STAMP) $(LITELLM_STAMP)
 	$(PY) -m pytest
 
 mutants: $(STAMP)
@@ -82,4 +93,4 @@ fuzz: $(STAMP)
 	$(PY) -m pytest tests/chat/test_schema.py tests/broker/test_state_machine.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache staticfiles
+	rm -rf $(VENV) $(LITELLM_VENV) .pytest_cache .mypy_cache .ruff_cache staticfiles

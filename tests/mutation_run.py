@@ -68,6 +68,7 @@ NO_EMPTY_NAME = "no server delivers a header with an empty name, so '' is never 
 FIRST_PIECE = "only the piece before the first `;` is read, however often the rest is split"
 NO_CLIENT = "a scope without `client` is no configured proxy's address, whatever stands in for it"
 CLIENT_PORT = "the port of the client address is never read, only the host"
+NO_CLIENT = "a scope without a client is refused: neither stand-in host is a loopback address"
 ASGI_PATH = "`path` is a required key of an ASGI HTTP scope: the default is never used"
 NO_HOST = "an absent or repeated Host matches neither allowed host, whatever stands in for it"
 SSL_REDIRECT = (
@@ -205,9 +206,11 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
     "mosaic.listeners.x_capped_body__mutmut_14": ('"headers", None)', ASGI_HEADERS),
     "mosaic.listeners.x_capped_body__mutmut_16": ('get("headers", )', ASGI_HEADERS),
     "mosaic.listeners.x_capped_body__mutmut_61": ('"more_body", None)', NOT_MORE_BODY),
+    "mosaic.listeners.x_capped_body__mutmut_63": ('get("more_body", )', NOT_MORE_BODY),
     "mosaic.listeners.x_plain_http_handler__mutmut_1": ("SECURE_SSL_REDIRECT=None", SSL_REDIRECT),
     "mosaic.listeners.x_refuse_tester_header__mutmut_13": ('"headers", None)', ASGI_HEADERS),
     "mosaic.listeners.x_refuse_tester_header__mutmut_15": ('get("headers", )', ASGI_HEADERS),
+    "mosaic.listeners.x_tester_host_only__mutmut_20": ('("XXXX", 0)', NO_CLIENT),
     "mosaic.listeners.x_tester_host_only__mutmut_21": ('("", 1)', CLIENT_PORT),
     "mosaic.listeners.x_tester_host_only__mutmut_24": ('"headers", None)', ASGI_HEADERS),
     "mosaic.listeners.x_tester_host_only__mutmut_26": ('get("headers", )', ASGI_HEADERS),
@@ -215,6 +218,7 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
     "mosaic.listeners.x_tester_host_only__mutmut_42": ('else "XXXX"', NO_HOST),
     "mosaic.listeners.x_tester_host_only__mutmut_81": ("'path', None)", ASGI_PATH),
     "mosaic.listeners.x_tester_host_only__mutmut_83": ("get('path', )", ASGI_PATH),
+    "mosaic.listeners.x_tester_host_only__mutmut_86": ("'XX/XX')", ASGI_PATH),
     "mosaic.listeners.x_websocket_origin_only__mutmut_8": ('"headers", None)', ASGI_HEADERS),
     "mosaic.listeners.x_websocket_origin_only__mutmut_10": ('get("headers", )', ASGI_HEADERS),
     "mosaic.listeners.x_websocket_origin_only__mutmut_23": ('"LATIN-1"', CODEC_NAME),

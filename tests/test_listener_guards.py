@@ -229,6 +229,26 @@ def test_tester_listener_websocket_from_a_remote_client_is_refused(settings) -> 
     assert inner.calls == []
 
 
+def test_tester_listener_request_from_a_remote_client_is_refused_with_a_sentence(
+    settings,
+) -> None:
+    """L8: an HTTP request to the tester listener from a non-loopback address is refused
+    `host-refused`, with a sentence, before the application sees it."""
+    inner = Recorder()
+    port = settings.MOSAIC_TESTER_PORT
+    scope = {
+        **HTTP_SCOPE,
+        "headers": [(b"host", f"127.0.0.1:{port}".encode())],
+        "client": ("203.0.113.9", 50000),
+    }
+    sent = run_guard(listeners.tester_host_only(inner), scope, [chunk(0, more=False)])
+    assert sent[0]["status"] == 400
+    answer = json.loads(sent[1]["body"])
+    assert answer["error"] == "host-refused"
+    assert isinstance(answer["detail"], str) and answer["detail"].strip()
+    assert inner.calls == []
+
+
 def test_tester_listener_request_for_another_host_is_refused_with_a_sentence(business) -> None:
     """L8 (DNS rebinding): another Host is refused, and the refusal says which address to use."""
     answer = raw_request(TESTER, "GET", "/api/chat/projects", [(b"host", b"evil.example:7333")])
@@ -248,7 +268,9 @@ def test_capped_body_refuses_a_declared_length_over_the_cap_or_unreadable(
     scope = {**HTTP_SCOPE, "headers": [(b"Content-Length", length)]}
     sent = run_guard(capped_body(inner), scope, [chunk(1, more=False)])
     assert sent[0]["status"] == 413
-    assert json.loads(sent[1]["body"])["error"] == "too-large"
+    answer = json.loads(sent[1]["body"])
+    assert answer["error"] == "too-large"
+    assert isinstance(answer["detail"], str) and answer["detail"].strip()
     assert inner.messages == []
 
 
@@ -269,6 +291,9 @@ def test_capped_body_refuses_a_streamed_body_over_the_cap(settings) -> None:
     inner = Reader()
     sent = run_guard(capped_body(inner), {**HTTP_SCOPE, "headers": []}, [chunk(60, more=True)] * 2)
     assert sent[0]["status"] == 413
+    answer = json.loads(sent[1]["body"])
+    assert answer["error"] == "too-large"
+    assert isinstance(answer["detail"], str) and answer["detail"].strip()
     assert inner.messages == []
 
 

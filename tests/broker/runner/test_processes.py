@@ -172,9 +172,7 @@ def test_runassistant_killed_mid_turn_reply_lands_once_from_another_runner_after
     killed_at = time.monotonic()
     fake_model.delay = 0
     start_runner(
-        backend=ChatCompletionsBackend(
-            base_url=fake_model.url, model="fast", api_key="", timeout=10
-        )
+        backend=ChatCompletionsBackend(base_url=fake_model.url, model="fast", idle_timeout=10)
     )
     reply = wait_for(lambda: Message.objects.filter(in_reply_to=turn).first(), timeout=5 * LEASE)
     picked_up_after = time.monotonic() - killed_at

@@ -261,21 +261,25 @@ def test_runner_thread_of_dead_run_is_answered_after_lease_expired(
 
 
 def test_runner_backend_error_ends_claim_and_retries_after_back_off(
-    human: Actor, start_runner, fake_model
+    human: Actor, start_runner, fake_model, settings
 ) -> None:
-    """Decision (Runs): a backend error answers nothing, ends the claim naming the error, and
-    the message stays pending; it is retried once a lease period has passed."""
+    """SPEC §7.1: a 500 answers nothing, leaves the turn `retrying` with a sentence for people,
+    ends the claim naming it, and the turn is tried again after the back-off."""
+    settings.MOSAIC_ASSISTANT_RETRY_SECONDS = 0.6
     fake_model.status = 500
-    backend = ChatCompletionsBackend(base_url=fake_model.url, model="m", api_key="", timeout=5)
+    backend = ChatCompletionsBackend(base_url=fake_model.url, model="m", idle_timeout=5)
     thread = factories.thread(human, factories.project(human), "work")
     turn = actions.send_to_thread(human, thread_id=thread.pk, body="x").message
     start_runner(backend=backend)
     failed = wait_for(lambda: ThreadClaim.objects.filter(end_reason__startswith="failed: ").first())
-    assert "InternalServerError" in failed.end_reason
+    assert "The model server failed (500)" in failed.end_reason
+    [shown] = selectors.thread_messages(human, thread_id=thread.pk)
+    assert shown.reply_state == "retrying"
+    assert shown.progress.failure.startswith("The model server failed (500)")
     assert pending_messages().filter(pk=turn.pk).exists()
     fake_model.status = 200
-    time.sleep(LEASE / 2)
-    # Back-off: no second attempt within the retry period.
+    time.sleep(0.2)
+    # Back-off: no second attempt before the turn's retry time (at least 0.3 s on).
     assert len(fake_model.requests) == 1
     reply = wait_for(lambda: reply_to(turn.pk), timeout=4 * LEASE)
     assert reply.body == "model reply"
@@ -327,7 +331,7 @@ def test_runner_stop_mid_turn_with_slow_model_lands_nothing_and_run_ends_within_
     """SPEC §7: a stop mid-turn while the model is still thinking: the HTTP request is
     abandoned, 0 replies land, and the run is gone within one lease period."""
     fake_model.delay = 30
-    backend = ChatCompletionsBackend(base_url=fake_model.url, model="m", api_key="", timeout=60)
+    backend = ChatCompletionsBackend(base_url=fake_model.url, model="m", idle_timeout=60)
     thread = factories.thread(tester, factories.project(tester), "check")
     turn = actions.send_to_thread(tester, thread_id=thread.pk, body="think hard").message
     runner = start_runner(backend=backend)
