@@ -66,6 +66,9 @@ class FakeModel:
     raw_events: list[str] | None = None
     # Close the connection after this many chunks, mid-body (a stream that broke off).
     break_after: int | None = None
+    # What `GET /v1/models` lists (None: the route is not served), and its status.
+    models: list[str] | None = None
+    models_status: int = 200
     requests: list[dict[str, Any]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
     arrived: threading.Event = field(default_factory=threading.Event)
@@ -137,6 +140,29 @@ def fake_handler(model: FakeModel) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         # HTTP/1.1, so a stream is chunked and one cut short is seen as broken.
         protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:
+            if self.path != "/v1/models" or model.models is None:
+                self.send_error(404)
+                return
+            if model.models_status != 200:
+                payload: dict[str, Any] = {
+                    "error": {"message": "invalid api key", "type": "invalid_request_error"}
+                }
+            else:
+                payload = {
+                    "object": "list",
+                    "data": [
+                        {"id": name, "object": "model", "created": 0, "owned_by": "fake"}
+                        for name in model.models
+                    ],
+                }
+            data = json.dumps(payload).encode()
+            self.send_response(model.models_status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
 
         def do_POST(self) -> None:
             if self.path != "/v1/chat/completions":

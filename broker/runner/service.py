@@ -9,18 +9,23 @@ decide who answers, and `one_result_per_message` backs that up.
 from __future__ import annotations
 
 import itertools
+import json
 import logging
 import queue
 import secrets
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django.db import DatabaseError, close_old_connections, connection
 
 from broker import events
-from broker.runner.backends import ReplyBackend, backend_from_settings
+from broker.models import Instance
+from broker.runner.backends import ReplyBackend, backend_for, backend_from_settings
+from broker.runner.backends.base import EndpointRefused
 from broker.runner.claims import reap_expired
 from broker.runner.lease import LeaseKeeper
 from broker.runner.nudges import LayerNudges
@@ -37,6 +42,30 @@ POLL_INTERVAL = 0.1
 REAP_INTERVAL = 1.0
 
 
+class InstanceBackends:
+    """Each instance's backend, built from its reply settings and kept while they stay the
+    same: a reloaded business file takes effect at the instance's next run."""
+
+    def __init__(self) -> None:
+        self._built: dict[tuple[int, str, str], ReplyBackend] = {}
+        self._lock = threading.Lock()
+
+    def of(self, candidate: PendingThread) -> ReplyBackend:
+        reply = (
+            Instance.objects.filter(business_id=candidate.business_id, name=candidate.instance)
+            .values_list("reply", flat=True)
+            .first()
+        )
+        return self.get(candidate.business_id, candidate.instance, reply)
+
+    def get(self, business_id: int, instance: str, reply: dict[str, Any] | None) -> ReplyBackend:
+        key = (business_id, instance, json.dumps(reply, sort_keys=True))
+        with self._lock:
+            if key not in self._built:
+                self._built[key] = backend_for(reply, instance=instance)
+            return self._built[key]
+
+
 class Runner:
     """Answers pending messages, up to `concurrency` threads at once, until stopped."""
 
@@ -51,7 +80,9 @@ class Runner:
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
-        self.backend = backend if backend is not None else backend_from_settings()
+        # One backend for every turn, or (None) each instance's own (`InstanceBackends`).
+        self.backend = backend
+        self._backends = InstanceBackends()
         self.business_id = business_id
         self.instance = instance
         self.concurrency = concurrency
@@ -73,7 +104,8 @@ class Runner:
         scope = f"business {self.business_id}" if self.business_id is not None else "all"
         if self.instance:
             scope += f", instance {self.instance}"
-        return f"{self.name} ({scope}; backend {self.backend.name}; concurrency {self.concurrency})"
+        backend = self.backend.name if self.backend is not None else "per instance"
+        return f"{self.name} ({scope}; backend {backend}; concurrency {self.concurrency})"
 
     # --- control -----------------------------------------------------------------------
 
@@ -81,6 +113,7 @@ class Runner:
         """Start the dispatcher, the workers and the lease keeper; returns at once."""
         if self._threads:
             raise RuntimeError("runner already started")
+        self.check_backends()
         self._lease_seconds = float(settings.MOSAIC_CLAIM_LEASE_SECONDS)
         self._keeper = LeaseKeeper(lease_seconds=self._lease_seconds)
         self._keeper.start()
@@ -95,6 +128,35 @@ class Runner:
         self._stop_waking_here = events.wake_runners_here(self.wake)
         self._nudges.start()
         logger.info("runner %s started", self)
+
+    def check_backends(self) -> None:
+        """Build the backend of every instance this runner serves and ask each model server
+        whether it takes the key and serves the model. A refusal, or a setting that cannot
+        work (an unset key variable), stops the start with `ImproperlyConfigured`."""
+        if self.backend is not None:
+            backends = [self.backend]
+        else:
+            instances = Instance.objects.all()
+            if self.business_id is not None:
+                instances = instances.filter(business_id=self.business_id)
+            if self.instance is not None:
+                instances = instances.filter(name=self.instance)
+            backends = [
+                self._backends.get(business_id, name, reply)
+                for business_id, name, reply in instances.values_list(
+                    "business_id", "name", "reply"
+                )
+            ] or [backend_from_settings()]
+        checked: set[int] = set()
+        for backend in backends:
+            check = getattr(backend, "check", None)
+            if check is None or id(backend) in checked:
+                continue
+            checked.add(id(backend))
+            try:
+                check()
+            except EndpointRefused as refused:
+                raise ImproperlyConfigured(str(refused)) from refused
 
     def stop(self, timeout: float | None = None) -> bool:
         """Stop: cancel turns in flight, release their claims, join every thread.
@@ -190,10 +252,11 @@ class Runner:
         assert self._keeper is not None
         close_old_connections()
         try:
+            backend = self.backend or self._backends.of(candidate)
             return run_thread(
                 candidate,
                 run=f"{self.name}-{next(self._runs)}",
-                backend=self.backend,
+                backend=backend,
                 keeper=self._keeper,
                 shutting_down=self._stopping,
             )

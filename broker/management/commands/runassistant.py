@@ -8,6 +8,7 @@ from types import FrameType
 from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from broker.boot import refuse_invalid_businesses, refuse_unguarded_database
@@ -59,7 +60,10 @@ class Command(BaseCommand):
 
         signal.signal(signal.SIGINT, on_signal)
         signal.signal(signal.SIGTERM, on_signal)
-        runner.start()
+        try:
+            runner.start()
+        except ImproperlyConfigured as error:
+            raise CommandError(f"runassistant cannot start: {error}") from error
         self.stdout.write(f"runassistant: {runner}")
         self.stdout.flush()
         while not interrupted.wait(0.5):

@@ -13,6 +13,7 @@ from typing import Any
 
 from daphne.cli import CommandLineInterface  # type: ignore[import-untyped]
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from broker.boot import refuse_invalid_businesses, refuse_unguarded_database
@@ -75,8 +76,11 @@ class Command(BaseCommand):
             arguments += ["--endpoint", f"tcp:port={port}:interface={interface}"]
         runner = None if options["no_runner"] else Runner()
         if runner is not None:
-            runner.start()
-            self.stdout.write(f"assistant runner: {settings.MOSAIC_ASSISTANT_BACKEND} backend")
+            try:
+                runner.start()
+            except ImproperlyConfigured as error:
+                raise CommandError(f"The assistant runner cannot start: {error}") from error
+            self.stdout.write(f"assistant runner: {runner}")
         self.stdout.flush()
         try:
             CommandLineInterface().run(

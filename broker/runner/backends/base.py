@@ -48,6 +48,11 @@ class ReplyFailed(Exception):
         self.retry_after = retry_after
 
 
+class EndpointRefused(Exception):
+    """The model server refused a runner's configuration (its key, its model): the runner
+    cannot start. The message says which, for the operator."""
+
+
 class TurnCancelled(Exception):
     """The turn was cancelled (its claim ended, or the runner is stopping); nothing is sent."""
 

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
+import queue
 import threading
 import time
 from collections.abc import Mapping
@@ -30,10 +32,23 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx2
-from openai import AsyncOpenAI, AsyncStream, omit
+from openai import (
+    AsyncOpenAI,
+    AsyncStream,
+    AuthenticationError,
+    PermissionDeniedError,
+    omit,
+)
 from openai.types.chat import ChatCompletionChunk, ChatCompletionMessageParam
 
-from broker.runner.backends.base import Draft, Reply, ReplyFailed, TurnCancelled, TurnTools
+from broker.runner.backends.base import (
+    Draft,
+    EndpointRefused,
+    Reply,
+    ReplyFailed,
+    TurnCancelled,
+    TurnTools,
+)
 from broker.runner.backends.failures import (
     MalformedAnswer,
     failure_from_empty_reply,
@@ -42,6 +57,8 @@ from broker.runner.backends.failures import (
 )
 from broker.runner.prompt import prompt_messages
 from broker.runner.turns import Turn
+
+logger = logging.getLogger("mosaic.runner")
 
 # How often a waiting request looks at its cancellation flag, in seconds.
 CANCEL_POLL = 0.05
@@ -170,6 +187,8 @@ class ChatCompletionsBackend:
         idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
         max_tokens: int | None = None,
         temperature: float | None = None,
+        system_prompt: str | None = None,
+        context_tokens: int | None = None,
     ) -> None:
         if connect_timeout <= 0 or idle_timeout <= 0:
             raise ValueError("the connect and idle timeouts must be positive")
@@ -185,6 +204,53 @@ class ChatCompletionsBackend:
         # None: not sent, the server's default applies.
         self.max_tokens = max_tokens
         self.temperature = temperature
+        # None: the default system prompt, and MOSAIC_ASSISTANT_CONTEXT_TOKENS.
+        self.system_prompt = system_prompt
+        self.context_tokens = context_tokens
+
+    def prompt(self, turn: Turn) -> list[ChatCompletionMessageParam]:
+        return prompt_messages(
+            turn,
+            system=self.system_prompt,
+            reply_tokens=self.max_tokens,
+            context_tokens=self.context_tokens,
+        )
+
+    def check(self) -> None:
+        """At a runner's start (`GET {base_url}/models`): a refused key or a model the server
+        does not serve raises `EndpointRefused` with a sentence saying which; a server that
+        cannot be reached now only logs, since turns wait and retry until it can."""
+        try:
+            served = asyncio.run(self._served_models())
+        except AuthenticationError as error:
+            raise EndpointRefused(
+                f"The model server at {self.base_url} refused the API key ({error.status_code})."
+            ) from error
+        except PermissionDeniedError as error:
+            raise EndpointRefused(
+                f"The model server at {self.base_url} refused the API key ({error.status_code})."
+            ) from error
+        except Exception as error:
+            failure = failure_from_error(
+                error, connect_timeout=self.connect_timeout, idle_timeout=self.idle_timeout
+            )
+            logger.warning("model server check at %s: %s", self.base_url, failure.sentence)
+            return
+        if served is not None and self.model not in served:
+            listed = ", ".join(sorted(served)[:10]) or "none"
+            raise EndpointRefused(
+                f"The model server at {self.base_url} does not serve the model "
+                f"{self.model!r} (it lists: {listed})."
+            )
+
+    async def _served_models(self) -> set[str] | None:
+        """The model ids the server lists; None when it lists none (some proxies route any)."""
+        timeout = httpx2.Timeout(self.idle_timeout, connect=self.connect_timeout)
+        async with AsyncOpenAI(
+            base_url=self.base_url, api_key=self.api_key, timeout=timeout, max_retries=0
+        ) as client:
+            models = {model.id async for model in client.models.list()}
+        return models or None
 
     def reply(
         self, turn: Turn, *, tools: TurnTools, cancel: threading.Event, draft: Draft
@@ -192,13 +258,47 @@ class ChatCompletionsBackend:
         if cancel.is_set():
             raise TurnCancelled
         try:
-            return asyncio.run(self._reply(prompt_messages(turn), cancel, draft))
+            return self._on_request_thread(self.prompt(turn), cancel, draft)
         except (TurnCancelled, ReplyFailed):
             raise
         except Exception as error:
             raise failure_from_error(
                 error, connect_timeout=self.connect_timeout, idle_timeout=self.idle_timeout
             ) from error
+
+    def _on_request_thread(
+        self, messages: list[ChatCompletionMessageParam], cancel: threading.Event, draft: Draft
+    ) -> Reply:
+        """The request runs on its own event loop in a thread of its own, and the drafts come
+        back to the calling thread: `draft` stores them through the database, which Django
+        refuses to do from inside an event loop."""
+        texts: queue.SimpleQueue[str | None] = queue.SimpleQueue()
+        outcome: list[Reply | BaseException] = []
+
+        def request() -> None:
+            try:
+                outcome.append(asyncio.run(self._reply(messages, cancel, texts.put)))
+            except BaseException as error:  # handed to the calling thread as it is
+                outcome.append(error)
+            finally:
+                texts.put(None)
+
+        worker = threading.Thread(target=request, name="model-request", daemon=True)
+        worker.start()
+        failed: BaseException | None = None
+        while (text := texts.get()) is not None:
+            if failed is None:
+                try:
+                    draft(text)
+                except BaseException as error:
+                    failed = error
+        worker.join()
+        if failed is not None:
+            raise failed
+        (result,) = outcome
+        if isinstance(result, BaseException):
+            raise result
+        return result
 
     async def _reply(
         self, messages: list[ChatCompletionMessageParam], cancel: threading.Event, draft: Draft
