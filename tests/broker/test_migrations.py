@@ -1,4 +1,5 @@
-"""Data migrations: what the stored rows become (0005: how each claim ended)."""
+"""Data migrations: what the stored rows become (0005: how each claim ended; 0007: the reply
+state of each stored turn)."""
 
 from __future__ import annotations
 
@@ -40,8 +41,18 @@ def migrate(target: tuple[str, str]) -> None:
     executor.migrate([target])
 
 
+@pytest.fixture
+def back_to_the_latest() -> object:
+    """Whatever a test migrates to, the database ends at the latest migrations again."""
+    yield
+    executor = MigrationExecutor(connection)
+    executor.migrate(executor.loader.graph.leaf_nodes())
+
+
 @pytest.mark.django_db(transaction=True)
-def test_migrate_0005_maps_stored_claims(human: Actor, assistant_run: Actor) -> None:
+def test_migrate_0005_maps_stored_claims(
+    human: Actor, assistant_run: Actor, back_to_the_latest: None
+) -> None:
     """Claims ended before the field existed get the end their sentence names; open ones none."""
     product = factories.project(human)
     ended = []
@@ -58,3 +69,40 @@ def test_migrate_0005_maps_stored_claims(human: Actor, assistant_run: Actor) -> 
     assert [stored[claim.pk] for claim in ended] == [how for _, how in SENTENCES]
     assert stored[still_open.pk] == ""
     assert ThreadClaim.objects.get(pk=still_open.pk).ended_at is None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_migrate_0007_writes_down_each_stored_turns_reply_state(
+    human: Actor, assistant_run: Actor, back_to_the_latest: None
+) -> None:
+    """Turns answered or stopped before the lifecycle keep that state; the others are pending."""
+    from broker.models import Message, TurnProgress
+
+    product = factories.project(human)
+    answered_thread, stopped_thread, waiting_thread = (
+        factories.thread(human, product, name) for name in ("a", "s", "w")
+    )
+    answered = actions.send_to_thread(human, thread_id=answered_thread.pk, body="a").message
+    claim = factories.claim(assistant_run, answered_thread)
+    actions.send_message(
+        assistant_run,
+        to="human",
+        message_class="RESULT",
+        in_reply_to=answered.pk,
+        claim_id=claim.pk,
+        body="reply",
+    )
+    stopped = actions.send_to_thread(human, thread_id=stopped_thread.pk, body="s").message
+    factories.claim(assistant_run, stopped_thread)
+    actions.stop_assistant(human, thread_id=stopped_thread.pk)
+    waiting = actions.send_to_thread(human, thread_id=waiting_thread.pk, body="w").message
+    TurnProgress.objects.all().delete()
+
+    migrate(("broker", "0006_thread_list_index"))
+    migrate(("broker", "0007_turn_lifecycle"))
+
+    states = {
+        turn: Message.objects.select_related("progress").get(pk=turn.pk).reply_state
+        for turn in (answered, stopped, waiting)
+    }
+    assert states == {answered: "answered", stopped: "stopped", waiting: "pending"}
