@@ -477,7 +477,7 @@ def stop_assistant(
     """
     owner = policy.owner(actor)
     with appending(actor.business_id):
-        claims = _open_claims(actor.business_id).filter(thread__owner=owner)
+        claims = _open_claims(actor.business_id).filter(thread__owner=policy.owner(actor))
         turns = replies.owed_turns().filter(business_id=actor.business_id, thread__owner=owner)
         if instance is not None:
             claims = claims.filter(instance__name=instance)
