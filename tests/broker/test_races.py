@@ -75,12 +75,16 @@ def test_stop_racing_reply_never_leaves_reply_after_stop(
     )
     claim.refresh_from_db()
     assert claim.ended_at is not None
-    assert [c.pk for c in stop] == [claim.pk]
+    assert [c.pk for c in stop.claims] == [claim.pk]
+    state = Message.objects.select_related("progress").get(pk=turn.message.pk).reply_state
     if isinstance(reply, Refusal):
         assert reply.code == "claim-ended"
         assert not Message.objects.filter(message_class="RESULT").exists()
+        # SPEC §7.1: the stop came first and ended the turn too.
+        assert (state, stop.turns) == ("stopped", [(turn.message.pk, thread.pk)])
     else:
         assert reply.created_at <= claim.ended_at
+        assert (state, stop.turns) == ("answered", [])
 
 
 def test_two_replies_racing_for_one_message_store_one(
