@@ -605,12 +605,19 @@ def end_claim(
 # --- a run's turns (SPEC §7.1) -----------------------------------------------------------
 
 
-def _owed_turn(claim: ThreadClaim, turn_id: int) -> Message:
-    """A turn of the claim's thread still owed a reply, else `invalid`."""
-    turn = replies.owed_turns().filter(pk=turn_id, thread_id=claim.thread_id).first()
+def _owed_turn(claim: ThreadClaim, turn_id: int) -> tuple[Message, int]:
+    """A turn of the claim's thread still owed a reply, and the attempts runs made at it
+    (one read, its progress row with it); else `invalid`."""
+    turn = (
+        replies.owed_turns()
+        .filter(pk=turn_id, thread_id=claim.thread_id)
+        .select_related("progress")
+        .first()
+    )
     if turn is None:
         raise Refusal(refusals.INVALID, "No turn of this thread waits for a reply by that id.")
-    return turn
+    progress = turn.progress_or_none
+    return turn, progress.attempts if progress is not None else 0
 
 
 @verb("turn.start", RUN_KIND)
@@ -622,9 +629,7 @@ def start_turn(actor: Actor, *, claim_id: int, turn_id: int) -> TurnProgress | N
     """
     with appending(actor.business_id):
         claim = access_claim(actor, claim_id=claim_id)
-        turn = _owed_turn(claim, turn_id)
-        progress = TurnProgress.objects.filter(message=turn).first()
-        attempts = progress.attempts if progress is not None else 0
+        turn, attempts = _owed_turn(claim, turn_id)
         limit: int = settings.MOSAIC_ASSISTANT_ATTEMPTS
         if attempts >= limit:
             replies.do_move(
@@ -664,9 +669,7 @@ def fail_turn(
     """
     with appending(actor.business_id):
         claim = access_claim(actor, claim_id=claim_id)
-        turn = _owed_turn(claim, turn_id)
-        progress = TurnProgress.objects.filter(message=turn).first()
-        attempts = progress.attempts if progress is not None else 0
+        turn, attempts = _owed_turn(claim, turn_id)
         limit: int = settings.MOSAIC_ASSISTANT_ATTEMPTS
         if transient and attempts < limit:
             retry_at = replies.next_attempt_at(attempts, retry_after=retry_after)
