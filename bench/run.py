@@ -785,47 +785,67 @@ def p4(run: Run, template: Path) -> None:
     run.raw["P4"] = {"seeded": seeded, "runs": runs}
 
 
+# P5 offline measures what the bus adds to a reply, so its verdict is taken with the offline
+# backend answering at once; the paced row shows what `make run` looks like with drafts
+# (MOSAIC_OFFLINE_PACE, SPEC §7.1), where the pauses are the backend's, not the bus's.
+P5_PACES = (("bus only (pace 0)", "0"), ("as `make run` (default pace)", None))
+
+
 def p5_offline(run: Run, template: Path) -> None:
     plan = run.plan
-    server = proc.product_server(
-        run.workdir, run.sqlite_copy(template, "p5"), runner=True, label="product-p5"
-    )
-    runs = []
-    with run.running(server):
-        server.wait_for_line("assistant runner")
-        for _ in range(plan.slow_repeats):
-            threads = run.threads(server, plan.p5_sends)
-            result = proc.load(
-                {
-                    "scenario": "replies",
-                    "run": run.tag(),
-                    "target": run.target(server, threads),
-                    "rate": 5,
-                    "drain": 10.0,
-                }
-            )
-            runs.append(result)
-            run.log(f"P5 offline: p50 {result['reply']['p50']} ms, lost {result['lost']}")
+    by_pace: dict[str, list[dict[str, Any]]] = {}
+    for setup, pace in P5_PACES:
+        backend = {} if pace is None else {"MOSAIC_OFFLINE_PACE": pace}
+        label = "product-p5" if pace is None else "product-p5-unpaced"
+        server = proc.product_server(
+            run.workdir,
+            run.sqlite_copy(template, label),
+            runner=True,
+            backend=backend,
+            label=label,
+        )
+        runs = by_pace[setup] = []
+        with run.running(server):
+            server.wait_for_line("assistant runner")
+            for _ in range(plan.slow_repeats):
+                threads = run.threads(server, plan.p5_sends)
+                result = proc.load(
+                    {
+                        "scenario": "replies",
+                        "run": run.tag(),
+                        "target": run.target(server, threads),
+                        "rate": 5,
+                        "drain": 10.0,
+                    }
+                )
+                runs.append(result)
+                run.log(
+                    f"P5 offline, {setup}: p50 {result['reply']['p50']} ms, lost {result['lost']}"
+                )
     section = run.section(
         "P5 offline",
         "P5 — send → RESULT reply, offline backend (SQLite, in-process runner)",
-        "p50 ≤ 50 ms",
+        "p50 ≤ 50 ms, bus only",
         rows=[
             {
-                "setup": "product",
+                "setup": setup,
                 "latency": median_summary([r["reply"] for r in runs]),
                 "lost": sum(r["lost"] for r in runs),
                 "figure": f"{sum(r['reply']['n'] for r in runs)} turns, 5/s, one per thread",
             }
+            for setup, runs in by_pace.items()
         ],
     )
-    p50 = median_of([r["reply"] for r in runs], "p50")
-    section["verdicts"] = [report.verdict("p50 (ms)", p50, 50, higher=False)]
+    bus_only = by_pace[P5_PACES[0][0]]
+    p50 = median_of([r["reply"] for r in bus_only], "p50")
+    section["verdicts"] = [report.verdict("p50 (ms), bus only", p50, 50, higher=False)]
     section["note"] = (
         "From the send's scheduled time until the reply's row reaches a trail Console. The "
-        "baseline has no assistant, so there is no ratio here."
+        "verdict is on the unpaced row: there the offline backend answers at once, so the figure "
+        "is what the bus adds. The paced row streams drafts as `make run` does; its extra time is "
+        "the backend's own pauses. The baseline has no assistant, so there is no ratio here."
     )
-    run.raw["P5 offline"] = runs
+    run.raw["P5 offline"] = by_pace
 
 
 def count_results(database: str) -> int:

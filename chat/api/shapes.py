@@ -2,18 +2,98 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import Any, ClassVar, TypeVar, cast
 
+from django.utils import timezone
 from rest_framework import serializers
 
 from broker.actions import Stop
 from broker.models import Decision, Message, Project, ReplyState, Thread, ThreadOpen, TrailRow
 
+T = TypeVar("T")
+
+# A plain field is read by walking its attribute path and converting the value; any other
+# field by a function of the shape being written and the instance.
+Convert = Callable[[Any], Any]
+Read = Callable[["Shape[Any]", Any], Any]
+PlainReading = tuple[str, tuple[str, ...], Convert]
+OtherReading = tuple[str, None, Read]
+
+
+def iso_time(moment: datetime) -> str:
+    """DRF's ISO 8601 form of an aware time in the current time zone, with `Z` for UTC."""
+    text = moment.astimezone(timezone.get_current_timezone()).isoformat()
+    return text[:-6] + "Z" if text.endswith("+00:00") else text
+
 
 def time_text(moment: datetime | None) -> str | None:
     """A time as every shape writes it (ISO 8601, UTC), or None."""
-    return None if moment is None else serializers.DateTimeField().to_representation(moment)
+    return None if moment is None else iso_time(moment)
+
+
+# The field kinds whose reading is a plain attribute walk and a plain conversion; any other
+# field is read the way DRF reads it.
+PLAIN_CONVERSIONS: dict[type[serializers.Field[Any, Any, Any, Any]], Convert] = {
+    serializers.IntegerField: int,
+    serializers.CharField: str,
+    serializers.DateTimeField: iso_time,
+}
+
+
+class Shape(serializers.Serializer[T]):
+    """A model's output shape: DRF's serializer whose `to_representation` is planned once per
+    shape instead of walked field by field for every row.
+
+    A page of a hundred messages spent half its time in DRF's generic reading (a `try` and an
+    `isinstance` per attribute, three time-zone lookups per date). The declared fields stay the
+    one source of the shape, and of the OpenAPI schema; the plan only reads them, and a test
+    holds its output equal to DRF's own reading for every shape."""
+
+    _plans: ClassVar[dict[type[Any], list[PlainReading | OtherReading]]] = {}
+
+    def to_representation(self, instance: T) -> dict[str, Any]:
+        plan = self._plans.get(type(self)) or self._plan()
+        shape: dict[str, Any] = {}
+        for name, path, read in plan:
+            if path is None:
+                shape[name] = cast(Read, read)(self, instance)
+                continue
+            value: Any = instance
+            for attribute in path:
+                value = getattr(value, attribute)
+            shape[name] = None if value is None else cast(Convert, read)(value)
+        return shape
+
+    @classmethod
+    def _plan(cls) -> list[PlainReading | OtherReading]:
+        # Planned on an empty shape, so the plan keeps no row of the shape that asked for it.
+        plan: list[PlainReading | OtherReading] = []
+        for field in cls()._readable_fields:
+            name = str(field.field_name)
+            convert = PLAIN_CONVERSIONS.get(type(field))
+            # A custom output format, or `source="*"` (no attribute path), is DRF's to read.
+            if convert is not None and "format" not in vars(field) and field.source_attrs:
+                plan.append((name, tuple(field.source_attrs), convert))
+            elif isinstance(field, serializers.SerializerMethodField):
+                plan.append((name, None, _method_reading(str(field.method_name))))
+            else:
+                plan.append((name, None, _field_reading(field)))
+        cls._plans[cls] = plan
+        return plan
+
+
+def _method_reading(method_name: str) -> Read:
+    return lambda shape, instance: getattr(shape, method_name)(instance)
+
+
+def _field_reading(field: serializers.Field[Any, Any, Any, Any]) -> Read:
+    def read(shape: Shape[Any], instance: Any) -> Any:
+        value = field.get_attribute(instance)
+        return None if value is None else field.to_representation(value)
+
+    return read
 
 
 class ErrorOut(serializers.Serializer[Any]):
@@ -23,13 +103,13 @@ class ErrorOut(serializers.Serializer[Any]):
     detail = serializers.CharField()
 
 
-class ProjectOut(serializers.Serializer[Project]):
+class ProjectOut(Shape[Project]):
     id = serializers.IntegerField()
     name = serializers.CharField()
     created_at = serializers.DateTimeField()
 
 
-class ThreadOut(serializers.Serializer[Thread]):
+class ThreadOut(Shape[Thread]):
     id = serializers.IntegerField()
     project = serializers.IntegerField(source="project_id")
     name = serializers.CharField()
@@ -38,7 +118,7 @@ class ThreadOut(serializers.Serializer[Thread]):
     created_at = serializers.DateTimeField()
 
 
-class MessageOut(serializers.Serializer[Message]):
+class MessageOut(Shape[Message]):
     id = serializers.IntegerField()
     thread = serializers.IntegerField(source="thread_id", allow_null=True)
     from_role = serializers.CharField()
@@ -82,7 +162,7 @@ class MessageOut(serializers.Serializer[Message]):
         return fields
 
 
-class OpenOut(serializers.Serializer[ThreadOpen]):
+class OpenOut(Shape[ThreadOpen]):
     thread = serializers.IntegerField(source="thread_id")
     by = serializers.CharField()
     at = serializers.DateTimeField()
@@ -93,7 +173,7 @@ class ActorOut(serializers.Serializer[Any]):
     run = serializers.CharField()
 
 
-class TrailRowOut(serializers.Serializer[TrailRow]):
+class TrailRowOut(Shape[TrailRow]):
     id = serializers.IntegerField()
     at = serializers.DateTimeField()
     thread = serializers.IntegerField(source="thread_id", allow_null=True)
@@ -122,7 +202,7 @@ def stopped(stop: Stop) -> list[dict[str, Any]]:
     ]
 
 
-class DecisionOut(serializers.Serializer[Decision]):
+class DecisionOut(Shape[Decision]):
     id = serializers.IntegerField()
     thread = serializers.IntegerField(source="thread_id", allow_null=True)
     from_role = serializers.CharField()
