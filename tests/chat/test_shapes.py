@@ -102,5 +102,6 @@ def test_a_page_is_planned_once_per_shape(rows) -> None:
     assert [m["id"] for m in page] == [m.pk for m in messages]
     plan = shapes.Shape._plans[shapes.MessageOut]
     assert len(plan) == len(shapes.MessageOut().fields)
-    shapes.MessageOut(messages[0]).data
+    single = shapes.MessageOut(messages[0]).data
+    assert single["id"] == messages[0].pk
     assert shapes.Shape._plans[shapes.MessageOut] is plan
