@@ -1,9 +1,11 @@
-"""Fixtures of the browser tests: the live server, Chromium, and Console pages on it."""
+"""Fixtures of the browser tests: the live server, its model server, Chromium, and Console pages
+on it."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
+from dataclasses import fields
 
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
@@ -17,8 +19,12 @@ from tests.console.server import (
     drop_scratch_database,
     is_postgres,
 )
+from tests.model_servers import FakeModel, serve_fake_model
 
 TIMEOUT_MS = 10_000
+MODEL_NAME = "console-model"
+# Seconds before a failed attempt is tried again: long enough to see the turn retrying.
+RETRY_SECONDS = "4"
 
 OpenConsole = Callable[[str], Page]
 
@@ -28,11 +34,31 @@ def chromium() -> str:
     return require_chromium()
 
 
+@pytest.fixture(scope="package")
+def model_server() -> Iterator[FakeModel]:
+    """The server's model: an OpenAI-compatible fake whose answers each test shapes (`model`)."""
+    with serve_fake_model(FakeModel(models=[MODEL_NAME])) as served:
+        yield served
+
+
+@pytest.fixture
+def model(model_server: FakeModel) -> Iterator[FakeModel]:
+    """The model server, answered as shaped by the test; back to its defaults after it."""
+    yield model_server
+    defaults = FakeModel(models=[MODEL_NAME])
+    for item in fields(FakeModel):
+        if item.name not in ("url", "requests", "headers", "arrived", "hung_up", "closing"):
+            setattr(model_server, item.name, getattr(defaults, item.name))
+
+
 # Package scope: the browser's event loop must be gone before the tests after this package run
 # their own loops in the main thread.
 @pytest.fixture(scope="package")
-def console_server(chromium: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    """`manage.py serve` over a database of its own, migrated and with the demo business."""
+def console_server(
+    chromium: str, model_server: FakeModel, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LiveServer]:
+    """`manage.py serve` over a database of its own, migrated and with the demo business, its
+    assistant answered by the tests' model server."""
     workdir = tmp_path_factory.mktemp("console")
     test_url = os.environ.get("DATABASE_URL", "")
     scratch = f"mosaic_console_{os.getpid()}"
@@ -40,7 +66,17 @@ def console_server(chromium: str, tmp_path_factory: pytest.TempPathFactory) -> I
         database_url = create_scratch_database(test_url, scratch)
     else:
         database_url = f"sqlite:///{workdir / 'console.sqlite3'}"
-    server = LiveServer(database_url=database_url, workdir=workdir)
+    server = LiveServer(
+        database_url=database_url,
+        workdir=workdir,
+        settings={
+            "MOSAIC_ASSISTANT_BACKEND": "openai",
+            "MOSAIC_ASSISTANT_BASE_URL": model_server.url,
+            "MOSAIC_ASSISTANT_MODEL": MODEL_NAME,
+            "MOSAIC_ASSISTANT_API_KEY": "console-test-key",
+            "MOSAIC_ASSISTANT_RETRY_SECONDS": RETRY_SECONDS,
+        },
+    )
     try:
         server.prepare()
         server.start()
