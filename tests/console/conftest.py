@@ -4,12 +4,14 @@ on it."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import fields
+from typing import Protocol
 
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
+from tests.console.assistant import MODEL_NAME, assistant_settings
 from tests.console.browser import LAUNCH_ARGS, require_chromium
 from tests.console.server import (
     HUMAN_USERNAME,
@@ -22,11 +24,21 @@ from tests.console.server import (
 from tests.model_servers import FakeModel, serve_fake_model
 
 TIMEOUT_MS = 10_000
-MODEL_NAME = "console-model"
-# Seconds before a failed attempt is tried again: long enough to see the turn retrying.
-RETRY_SECONDS = "4"
 
-OpenConsole = Callable[[str], Page]
+# The two viewports the Console is tested at: a laptop, and a phone (below 700 px, SPEC §8).
+DESKTOP = {"width": 1440, "height": 900}
+PHONE = {"width": 390, "height": 844}
+
+
+class OpenConsole(Protocol):
+    def __call__(
+        self,
+        listener: str,
+        *,
+        viewport: dict[str, int] = ...,
+        dark: bool = ...,
+        signed_in: bool = ...,
+    ) -> Page: ...
 
 
 @pytest.fixture(scope="session")
@@ -69,13 +81,7 @@ def console_server(
     server = LiveServer(
         database_url=database_url,
         workdir=workdir,
-        settings={
-            "MOSAIC_ASSISTANT_BACKEND": "openai",
-            "MOSAIC_ASSISTANT_BASE_URL": model_server.url,
-            "MOSAIC_ASSISTANT_MODEL": MODEL_NAME,
-            "MOSAIC_ASSISTANT_API_KEY": "console-test-key",
-            "MOSAIC_ASSISTANT_RETRY_SECONDS": RETRY_SECONDS,
-        },
+        settings=assistant_settings(model_server.url),
     )
     try:
         server.prepare()
@@ -107,21 +113,33 @@ def sign_in(page: Page, human_url: str) -> None:
 
 @pytest.fixture
 def open_console(browser: Browser, console_server: LiveServer) -> Iterator[OpenConsole]:
-    """Opens the human Console (signed in as `ada`) or the tester Console, each in a browser
-    context of its own; a script error on any page fails the test."""
+    """Opens the human Console (signed in as `ada`, or at the sign-in page) or the tester
+    Console, each in a browser context of its own, at a viewport and colour scheme; a script
+    error on any page fails the test."""
     contexts = []
     errors: list[str] = []
 
-    def open_page(listener: str) -> Page:
-        context = browser.new_context()
+    def open_page(
+        listener: str,
+        *,
+        viewport: dict[str, int] = DESKTOP,
+        dark: bool = False,
+        signed_in: bool = True,
+    ) -> Page:
+        context = browser.new_context(
+            viewport=viewport,  # type: ignore[arg-type]
+            color_scheme="dark" if dark else "light",
+        )
         context.set_default_timeout(TIMEOUT_MS)
         contexts.append(context)
         page = context.new_page()
         page.on("pageerror", lambda error: errors.append(f"{listener}: {error}"))
         if listener == "tester":
             page.goto(f"{console_server.tester_url}/")
-        else:
+        elif signed_in:
             sign_in(page, console_server.human_url)
+        else:
+            page.goto(f"{console_server.human_url}/signin")
         return page
 
     yield open_page
