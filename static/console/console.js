@@ -110,7 +110,7 @@ function wire() {
   $("composer-body").addEventListener("input", keepDraft);
   $("stop").addEventListener("click", stop);
   $("back").addEventListener("click", leaveThread);
-  for (const tab of document.querySelectorAll("[data-tab]")) {
+  for (const tab of document.querySelectorAll("[role=tab][data-tab]")) {
     tab.addEventListener("click", () => showTab(tab.dataset.tab));
   }
   $("sign-out")?.addEventListener("click", signOut);
@@ -121,7 +121,7 @@ function wire() {
 // On a phone the trail is behind a tab of its own.
 function showTab(tab) {
   document.body.dataset.tab = tab;
-  for (const item of document.querySelectorAll("[data-tab]")) {
+  for (const item of document.querySelectorAll("[role=tab][data-tab]")) {
     item.setAttribute("aria-selected", String(item.dataset.tab === tab));
   }
 }
