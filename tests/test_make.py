@@ -107,6 +107,7 @@ NOT_RUN_IN_CI = {
     "bench": "rewrites docs/benchmarks.md from minutes of timing on a quiet machine",
     "bench-quick": "a timing run whose figures need a quiet machine; it passes or fails nothing",
     "cluster": "serves until stopped; `make faults` starts the same `manage.py cluster`",
+    "screenshots": "pictures for people to look at; the browser tests check the same views",
 }
 # Documented targets a test of the suite invokes as typed.
 RUN_BY_TESTS = {"run": "test_make_run_serves_both_listeners"}

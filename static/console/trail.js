@@ -2,7 +2,7 @@
 
 import { get, query } from "./api.js";
 import { openStream } from "./connection.js";
-import { $, element, me, say, timeOf } from "./page.js";
+import { $, element, me, say, state, timeOf } from "./page.js";
 import { rowList } from "./rows.js";
 
 const PAGE_SIZE = 50;
@@ -16,7 +16,7 @@ const FOLDED_KINDS = new Set(["claim.ended"]);
 // "in <thread>": a link to it for the actor's own threads, the name alone for others'.
 function threadLabel(row) {
   if (row.thread === null || row.thread === undefined) return null;
-  const name = row.thread_name ?? `thread ${row.thread}`;
+  const name = row.thread_name ?? state.threads.get(row.thread)?.name ?? `thread ${row.thread}`;
   const label = element("span", "trail-in", "in ");
   const own = row.from_role === me || row.to_role === me;
   const target = own ? element("a", "trail-thread", name) : element("span", "trail-thread-name", name);
