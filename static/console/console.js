@@ -10,10 +10,12 @@
 //   markdown.js    replies rendered safely
 //   drafts.js      the composer's text, per thread
 //   trail.js       the live trail
+//   inbox.js       unread marks, previews, rename and archive
 //   place.js       the address and history
 
 import { write } from "./api.js";
 import { checkConnection, onReconnect } from "./connection.js";
+import { rename, startRename, toggleArchive } from "./inbox.js";
 import {
   createProject, createThread, loadOlderThreads, loadProjects, loadThreads, markCurrent, onChoose,
   searchThreads,
@@ -21,7 +23,8 @@ import {
 import { $, say, state } from "./page.js";
 import { recalled, remember } from "./place.js";
 import {
-  closeThread, composerKey, keepDraft, loadOlderMessages, onThreadEvents, openThread, send, stop,
+  closeThread, composerKey, keepDraft, loadOlderMessages, onThreadEvents, openThread, readNewest,
+  send, stop,
 } from "./thread.js";
 import { loadOlderTrail, startTrail } from "./trail.js";
 
@@ -114,6 +117,12 @@ function wire() {
     tab.addEventListener("click", () => showTab(tab.dataset.tab));
   }
   $("sign-out")?.addEventListener("click", signOut);
+  $("rename").addEventListener("click", startRename);
+  $("rename-form").addEventListener("submit", rename);
+  $("rename-cancel").addEventListener("click", () => { $("rename-form").hidden = true; });
+  $("archive").addEventListener("click", () => toggleArchive(() => {}));
+  $("show-archived").addEventListener("change", loadThreads);
+  document.addEventListener("visibilitychange", readNewest);
   window.addEventListener("popstate", followAddress);
   window.addEventListener("hashchange", followAddress);
 }

@@ -1,6 +1,7 @@
 // The sidebar: the business's projects, and the actor's own threads in the chosen one.
 
 import { get, query, write } from "./api.js";
+import { hasInbox, onThreadChanged, showThreadActions, showUnreadTotal, threadDetails } from "./inbox.js";
 import { $, element, say, state } from "./page.js";
 
 const PAGE_SIZE = 50;
@@ -65,18 +66,37 @@ export async function createProject(event) {
 
 // --- threads -------------------------------------------------------------------------------
 
+function fillChoice(choice, thread) {
+  const name = element("span", "thread-name", thread.name);
+  name.dir = "auto";
+  choice.replaceChildren(name, ...threadDetails(thread));
+  choice.classList.toggle("has-unread", (thread.unread ?? 0) > 0);
+}
+
 function threadItem(thread) {
   const choice = element("button", "choice thread-choice");
   choice.type = "button";
   choice.dataset.id = thread.id;
-  const name = element("span", "thread-name", thread.name);
-  name.dir = "auto";
-  choice.append(name);
+  fillChoice(choice, thread);
   choice.addEventListener("click", () => choose.thread(thread.id));
   const item = element("li");
   item.append(choice);
   return item;
 }
+
+const showingArchived = () => $("show-archived").checked;
+
+// A thread changed (read, renamed, archived, new activity): its entry is redrawn, or leaves a
+// list it no longer belongs to.
+onThreadChanged((thread) => {
+  const choice = $("threads").querySelector(`button[data-id="${thread.id}"]`);
+  if (!choice) return;
+  if (Boolean(thread.archived) !== showingArchived()) {
+    choice.closest("li").remove();
+    return;
+  }
+  fillChoice(choice, thread);
+});
 
 // The list shows the newest first; `older` pages append below.
 function showThreads(threads, { older = false } = {}) {
@@ -87,6 +107,9 @@ function showThreads(threads, { older = false } = {}) {
     list.append(threadItem(thread));
   }
   $("threads-older").hidden = threads.length < PAGE_SIZE;
+  if (threads.some(hasInbox)) $("archived-toggle").hidden = false;
+  if (state.threadId !== null && $("rename-form").hidden) showThreadActions(state.threadId);
+  showUnreadTotal();
   const empty = list.childElementCount === 0;
   const searching = $("thread-search").value.trim() !== "";
   say($("threads-state"), !empty ? "" : searching ? "No thread matches." : "No threads here yet. Create one below.");
@@ -97,6 +120,7 @@ function threadsQuery(extra = {}) {
   return query("/api/chat/threads", {
     project: state.projectId,
     q: $("thread-search").value.trim(),
+    archived: showingArchived() ? "true" : "",
     limit: PAGE_SIZE,
     ...extra,
   });

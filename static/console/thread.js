@@ -5,14 +5,15 @@ import { ApiError, get, query, write } from "./api.js";
 import { checkConnection, onReconnect, openStream } from "./connection.js";
 import { loadDraft, saveDraft } from "./drafts.js";
 import { plain, rendered } from "./markdown.js";
+import { markRead, showThreadActions } from "./inbox.js";
 import { $, button, canSend, element, me, newKey, say, state, timeOf } from "./page.js";
 import { rowList } from "./rows.js";
 import { forgetTurns, trackTurn, turnChanged, turnState, whenRetried } from "./runstate.js";
 
 const PAGE_SIZE = 50;
 
-// Told when a thread was opened or read, to mark it in the list and the address.
-const listeners = { opened: () => {}, read: () => {} };
+// Told when a thread was opened, to mark it in the list.
+const listeners = { opened: () => {} };
 export function onThreadEvents(handlers) {
   Object.assign(listeners, handlers);
 }
@@ -67,7 +68,11 @@ function addMessage(message) {
     turnChanged(message.in_reply_to, { state: "answered" });
   }
   showMessagesState();
-  listeners.read(message);
+}
+
+// The newest message shown in the open thread, read by its owner.
+export function readNewest() {
+  if (state.threadId !== null && messages.size) markRead(state.threadId, messages.newest);
 }
 
 // The reply so far (`reply.draft`: the whole text each time), shown after its turn until the
@@ -116,6 +121,7 @@ export async function openThread(id) {
   failedThread = null;
   listeners.opened(id);
   $("thread-title").textContent = state.threads.get(id)?.name ?? `Thread ${id}`;
+  showThreadActions(id);
   const composer = $("composer-body");
   composer.disabled = !canSend;
   composer.value = loadDraft(id);
@@ -138,13 +144,17 @@ export async function openThread(id) {
   rows.forEach(addMessage);
   $("messages-older").hidden = rows.length < PAGE_SIZE;
   showMessagesState();
+  readNewest();
   stream = openStream({
     path: `/ws/chat/threads/${id}/`,
     type: "message",
     field: "message",
     rowsType: "messages",
     after: messages.newest,
-    onRow: addMessage,
+    onRow: (row) => {
+      addMessage(row);
+      readNewest();
+    },
     onFrame: receiveFrame,
     status: $("thread-status"),
   });

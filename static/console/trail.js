@@ -2,6 +2,7 @@
 
 import { get, query } from "./api.js";
 import { openStream } from "./connection.js";
+import { noteTrailRow } from "./inbox.js";
 import { $, element, me, say, state, timeOf } from "./page.js";
 import { rowList } from "./rows.js";
 
@@ -18,7 +19,7 @@ function threadLabel(row) {
   if (row.thread === null || row.thread === undefined) return null;
   const name = row.thread_name ?? state.threads.get(row.thread)?.name ?? `thread ${row.thread}`;
   const label = element("span", "trail-in", "in ");
-  const own = row.from_role === me || row.to_role === me;
+  const own = row.from_role === me || row.to_role === me || state.threads.has(row.thread);
   const target = own ? element("a", "trail-thread", name) : element("span", "trail-thread-name", name);
   if (own) target.href = `#thread=${row.thread}`;
   target.dir = "auto";
@@ -95,6 +96,7 @@ export async function startTrail() {
     after: trail.newest,
     onRow: (row) => {
       addRow(row);
+      noteTrailRow(row);
       showTrailState();
     },
     status: $("trail-status"),
