@@ -48,7 +48,7 @@ function copyButton(code) {
 export function rendered(text) {
   const fragment = purifier.sanitize(markdown.render(text), {
     ALLOWED_TAGS,
-    ALLOWED_ATTR: [...ALLOWED_ATTR, "target", "rel"],
+    ALLOWED_ATTR,
     ALLOWED_URI_REGEXP: SAFE_LINK,
     RETURN_DOM_FRAGMENT: true,
   });
