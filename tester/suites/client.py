@@ -192,6 +192,8 @@ class TesterClient:
                 proxy=None,
                 open_timeout=REQUEST_SECONDS,
                 ping_interval=None,
+                # Connected here and closed by the thread (`close`), not by a `with` block.
+                legacy=True,
             )
         except (OSError, WebSocketException, TimeoutError):
             return None

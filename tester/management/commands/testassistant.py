@@ -34,6 +34,8 @@ def jobs_argument(value: str) -> int:
 
 class Command(BaseCommand):
     help = "Run conversation tests (suite files) against the assistant, as the tester."
+    # It reads no database: what it checks is what the listener at --url answers.
+    requires_system_checks: list[str] = []
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("paths", nargs="+", metavar="FILE_OR_DIR", help="suite files")
