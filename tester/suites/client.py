@@ -72,6 +72,9 @@ class TesterClient:
     """One tester listener at `url` (`http://127.0.0.1:PORT`). Safe to share between threads:
     each request opens its own connection."""
 
+    # Not a test class, though pytest would take the name for one.
+    __test__ = False
+
     def __init__(self, url: str) -> None:
         parts = urlsplit(url.rstrip("/"))
         if parts.scheme not in ("http", "https") or not parts.netloc:

@@ -125,13 +125,14 @@ class _Reader:
         self.lines = key_lines(text)
 
     def refuse(self, where: KeyPath, reason: str) -> SuiteFileRefused:
-        return SuiteFileRefused(self.source, line_of(self.lines, where), reason)
+        # A key missing from the top of the file points at its first line.
+        return SuiteFileRefused(self.source, max(line_of(self.lines, where), 1), reason)
 
     def suite(self, document: Mapping[str, Any]) -> Suite:
         self.only(document, _SUITE_KEYS, (), "a suite file")
         name = self.name(document, ("name",), "the suite's name", NAME_MAX)
         project = self.name(document, ("project",), "the project", PROJECT_MAX)
-        cases = self.tables(document, ("cases",), "cases", "[[cases]]")
+        cases = self.tables(document, ("cases",), "a suite file", "[[cases]]")
         read = tuple(self.case(case, ("cases", index)) for index, case in enumerate(cases))
         seen: set[str] = set()
         for index, case in enumerate(read):

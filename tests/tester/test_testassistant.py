@@ -200,7 +200,8 @@ def test_run_with_unknown_instance_exits_2_with_the_listeners_refusal(
     assert ran.status == 2
     [errored] = ran.json_lines()
     assert (errored["case"], errored["status"]) == ("greets", "error")
-    assert errored["error"] == ran.error.split(":")[0]
+    assert (errored["error"], errored["detail"]) == ("not-found", "No instance named 'nobody'.")
+    assert ran.error == "not-found: No instance named 'nobody'."
 
 
 def test_run_failed_turn_fails_case_with_the_failure_text(live: Served, tmp_path: Path) -> None:
