@@ -22,15 +22,17 @@ def live(
     """The server, the documented conftest line in pytester's directory, the project on the
     path; the human's threads and messages unchanged by the test."""
     monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    # Only the plugin the conftest names: none of this suite's (pytest-django, schemathesis…).
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
     pytester.makeconftest(CONFTEST)
     with human_left_alone(suite_server):
         yield suite_server
 
 
 def run(pytester: pytest.Pytester, live: Served, *arguments: str) -> pytest.RunResult:
-    # In a process of its own: this suite's Django settings and plugins stay out of it.
+    # In a process of its own: this suite's Django settings stay out of it.
     return pytester.runpytest_subprocess(
-        "-p", "no:django", "-p", "no:cacheprovider", "--mosaic-url", live.url, *arguments
+        "-p", "no:cacheprovider", "--mosaic-url", live.url, *arguments
     )
 
 

@@ -58,7 +58,9 @@ def test_run_reply_false_passes_when_the_turn_is_stopped(live: Served, tmp_path:
     run = threading.Thread(
         target=lambda: outcome.append(
             run_testassistant(write_suite(tmp_path, suite), "--url", live.url)
-        )
+        ),
+        # Should the stop not end it, the run must not hold up the end of the test session.
+        daemon=True,
     )
     run.start()
     try:
