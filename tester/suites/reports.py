@@ -26,11 +26,10 @@ def line(result: CaseResult) -> str:
     if result.status == PASSED:
         turns = len(result.case.turns)
         return f"PASS  {result.title} ({turns} turn{'s' if turns != 1 else ''})"
-    if result.status == ERROR and result.refusal is not None:
+    if result.failure is None:
         return f"ERROR {result.title}: {result.refusal}"
-    assert result.failure is not None and result.sent is not None
     return (
-        f"FAIL  {result.title}: turn {result.turn} {shown(result.sent, 60)}: "
+        f"FAIL  {result.title}: turn {result.turn} {shown(result.sent or '', 60)}: "
         f"expected {result.failure.expected}; got {shown(result.failure.actual)}"
     )
 

@@ -214,3 +214,12 @@ def test_line_shortens_a_long_reply_to_one_line(tmp_path: Path) -> None:
     )
     assert shown.endswith("…”") and "\n" not in shown
     assert shown.startswith("FAIL  s · case 0: turn 1 “hi”: expected the reply contains 'x'; got")
+
+
+def test_line_of_a_refused_case_names_the_refusal(tmp_path: Path) -> None:
+    def refuse(thread: str, body: str) -> Outcome:
+        raise ListenerError("tester-off", "The tester is off.")
+
+    [result] = run(StandIn(refuse), [suite(tmp_path, 1)]).results
+    assert reports.line(result) == "ERROR s · case 0: tester-off: The tester is off."
+    assert reports.as_json(result)["error"] == "tester-off"

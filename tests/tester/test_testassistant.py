@@ -204,6 +204,20 @@ def test_run_with_unknown_instance_exits_2_with_the_listeners_refusal(
     assert ran.error == "not-found: No instance named 'nobody'."
 
 
+@pytest.mark.parametrize("url", ["ftp://127.0.0.1:7333", "127.0.0.1:7333", "http://"])
+def test_run_with_a_url_that_is_no_listeners_exits_2(tmp_path: Path, url: str) -> None:
+    ran = run_testassistant(write_suite(tmp_path, GREETS), "--url", url)
+    assert ran.status == 2
+    assert ran.error.startswith("invalid: ")
+
+
+def test_run_missing_file_exits_2(tmp_path: Path) -> None:
+    missing = tmp_path / "absent.suite.toml"
+    ran = run_testassistant(missing)
+    assert ran.status == 2
+    assert ran.error == f"refused: {missing}:0: cannot be read (No such file or directory)"
+
+
 def test_run_failed_turn_fails_case_with_the_failure_text(live: Served, tmp_path: Path) -> None:
     """SPEC §7.1: a turn that fails (here a model server refusing it, a permanent error) fails a
     case expecting a reply, with the turn's failure sentence; `reply = false` passes on it."""
