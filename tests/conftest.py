@@ -9,7 +9,7 @@ import pytest
 from broker.actors import Actor
 from broker.models import Business, Instance, RoleDefinition
 
-pytest_plugins = ["tests.listener_fixtures"]
+pytest_plugins = ["tests.listener_fixtures", "pytester"]
 
 
 def make_business(

@@ -96,6 +96,8 @@ class LiveServer:
     human_port: int = field(default_factory=free_port)
     tester_port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
+    # More arguments of `serve`, such as `--no-runner` for a server whose turns stay unanswered.
+    serve_arguments: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         while self.tester_port == self.human_port:
@@ -149,7 +151,7 @@ class LiveServer:
     def start(self) -> None:
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "manage.py", "serve"],
+                [sys.executable, "manage.py", "serve", *self.serve_arguments],
                 cwd=ROOT,
                 env=self.environment(),
                 stdout=log,
