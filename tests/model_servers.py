@@ -1,6 +1,7 @@
 """Model servers the suite talks to on loopback: a fake OpenAI-compatible chat completions
 server whose every answer a test can shape (streams, slow chunks, status codes with headers,
-malformed bodies, hang-ups), and the LiteLLM proxy run as a real peer.
+malformed bodies, hang-ups), and the LiteLLM proxy run as a real peer, with the models the
+suite asks it for (`litellm_peer`, one for the whole session: `tests/conftest.py`).
 
 The tests never leave 127.0.0.1.
 """
@@ -17,7 +18,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -391,3 +392,89 @@ class LiteLLMProxy:
             with suppress(ProcessLookupError):
                 os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait(10)
+
+
+# --- the models of the suite's LiteLLM peer -----------------------------------------------
+
+# LiteLLM's own mocks: `mock_response` (streamed three characters a chunk), `mock_delay`, and
+# the error mocks `litellm.ContextWindowExceededError` (400), `litellm.InternalServerError`
+# (500) and `litellm.RateLimitError` (429; the router then cools the model down and answers
+# 429 with `Retry-After: COOLDOWN`). Beside them, fake models the proxy relays: one that streams
+# slowly (`slow-upstream`: SLOW_PIECES, one every SLOW_CHUNK_DELAY), one cut at its token
+# limit, and one whose stream turns malformed (`mock_response` streams everything at once and
+# cannot end in `length`).
+MOCK_REPLY = "Hello from the proxy, streamed in small pieces."
+COOLDOWN = 3
+SLOW_PIECES = [f"piece{number} " for number in range(12)]
+SLOW_CHUNK_DELAY = 0.25
+
+
+def chunk(content: str) -> str:
+    return json.dumps({"choices": [{"index": 0, "delta": {"content": content}}]})
+
+
+def proxy_config(
+    *, slow_upstream: str, cut_off_upstream: str, malformed_upstream: str
+) -> dict[str, object]:
+    def model(name: str, **params: object) -> dict[str, object]:
+        return {
+            "model_name": name,
+            "litellm_params": {"model": f"openai/{name}", "api_key": "unused", **params},
+        }
+
+    return {
+        "model_list": [
+            model("mock-stream", mock_response=MOCK_REPLY),
+            model("thinking", mock_response=MOCK_REPLY, mock_delay=30),
+            model("context-too-long", mock_response="litellm.ContextWindowExceededError"),
+            model("down", mock_response="litellm.InternalServerError"),
+            model("busy", mock_response="litellm.RateLimitError"),
+            model("slow-upstream", api_base=slow_upstream),
+            model("cut-off-upstream", api_base=cut_off_upstream),
+            model("malformed-upstream", api_base=malformed_upstream),
+        ],
+        # One try per request (retries are the run's); a rate-limited model cools down at its
+        # first 429, after which the router answers 429 with Retry-After: COOLDOWN.
+        "router_settings": {
+            "num_retries": 0,
+            "cooldown_time": COOLDOWN,
+            "allowed_fails_policy": {"RateLimitErrorAllowedFails": 0},
+        },
+        "litellm_settings": {"num_retries": 0, "request_timeout": 60},
+    }
+
+
+@dataclass
+class LiteLLMPeer:
+    """The running proxy, and the fake model behind it that streams slowly."""
+
+    proxy: LiteLLMProxy
+    slow: FakeModel
+
+
+@contextmanager
+def litellm_peer(workdir: Path) -> Iterator[LiteLLMPeer]:
+    """The proxy with the models above, until the block ends; RuntimeError when it cannot
+    start."""
+    with ExitStack() as stack:
+        slow = stack.enter_context(
+            serve_fake_model(FakeModel(pieces=SLOW_PIECES, chunk_delay=SLOW_CHUNK_DELAY))
+        )
+        cut_off = stack.enter_context(
+            serve_fake_model(FakeModel(content="It was the best of", finish_reason="length"))
+        )
+        # A first chunk, then one that is not JSON: the proxy has already answered 200.
+        malformed = stack.enter_context(
+            serve_fake_model(FakeModel(raw_events=[chunk("Hel"), '{"choices": [{"del']))
+        )
+        proxy = LiteLLMProxy(
+            config=proxy_config(
+                slow_upstream=slow.url,
+                cut_off_upstream=cut_off.url,
+                malformed_upstream=malformed.url,
+            ),
+            workdir=workdir,
+        )
+        stack.callback(proxy.stop)
+        proxy.start()
+        yield LiteLLMPeer(proxy, slow)
