@@ -112,6 +112,12 @@ class Side:
             open_timeout=WAIT_SECONDS,
         )
 
+    def create_thread(self, project: int, name: str, *, instance: str | None = None) -> int:
+        body: dict[str, Any] = {"project": project, "name": name}
+        if instance is not None:
+            body["instance"] = instance
+        return int(self.api.post("/api/chat/threads", body)["thread"]["id"])
+
     def messages(self, thread: int) -> list[dict[str, Any]]:
         """The thread's record, as the API shows it."""
         return list(self.api.get(f"/api/chat/threads/{thread}/messages")["messages"])
@@ -159,6 +165,11 @@ async def read_quiet(socket: ClientConnection) -> list[Frame]:
 def result_of(turn: int) -> Callable[[list[Frame]], bool]:
     """Done when the RESULT in reply to `turn` has come."""
     return lambda frames: any(reply_frame(frame, turn) for frame in frames)
+
+
+def settled(turn: int) -> Callable[[list[Frame]], bool]:
+    """Done when `turn` got its RESULT or failed."""
+    return lambda frames: result_of(turn)(frames) or state_of(turn, "failed")(frames)
 
 
 def state_of(turn: int, state: str) -> Callable[[list[Frame]], bool]:
