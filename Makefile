@@ -16,7 +16,7 @@ $(STAMP): requirements.txt requirements-dev.txt
 # clash with the dev set's, so each lives in a virtualenv of its own (docs/decisions.md),
 # .venv-NAME from requirements-NAME.txt: `litellm`, LiteLLM's proxy, the suite's peer; `model`,
 # llama-cpp-python's server and SmolLM2-135M for `make model-check` (its first install compiles
-# llama.cpp, about 12 minutes, and needs cmake and a C++ compiler).
+# llama.cpp, ten minutes or more, and needs cmake and a C++ compiler).
 LITELLM_STAMP := .venv-litellm/.installed
 MODEL_STAMP := .venv-model/.installed
 
@@ -24,6 +24,10 @@ MODEL_STAMP := .venv-model/.installed
 	test -x .venv-$*/bin/python || $(PYTHON) -m venv .venv-$*
 	.venv-$*/bin/python -m pip install --quiet --disable-pip-version-check -r $<
 	touch $@
+
+# llama-cpp-python without its multimodal library (mtmd): a third of the compile, and a text
+# model never loads it.
+.venv-model/.installed: export CMAKE_ARGS = -DLLAVA_BUILD=OFF
 
 setup: $(STAMP)
 	$(PY) manage.py migrate --noinput
@@ -46,7 +50,7 @@ suite: $(STAMP) $(LITELLM_STAMP)
 # The end-to-end reply cases on a real model (README, Assistant runs): llama-cpp-python's
 # server running SmolLM2-135M-Instruct. Too slow for CI; the suite leaves them out (`model`).
 model-check: $(STAMP) $(MODEL_STAMP)
-	$(PY) -m pytest -m model --durations=0
+	$(PY) -m pytest -m model -rP --durations=0
 
 mutants: $(STAMP)
 	$(PY) tests/mutants.py

@@ -147,7 +147,9 @@ async def read_until(
             while not done(frames):
                 frames.append(json.loads(await socket.recv()))
     except TimeoutError:
-        raise AssertionError(f"no {what} within {WAIT_SECONDS:g} s; got {frames}") from None
+        raise AssertionError(
+            f"no {what} within {WAIT_SECONDS:g} s; {len(frames)} frames, the last {frames[-3:]}"
+        ) from None
     return frames
 
 

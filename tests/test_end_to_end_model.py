@@ -41,7 +41,8 @@ CONTEXT_TOKENS = 2048
 CONNECT_TIMEOUT = 1.0
 IDLE_TIMEOUT = 4.0
 SHORT_MAX_TOKENS = 48
-LONG_MAX_TOKENS = 1024
+# Long enough to stream for longer than both timeouts together, even on a fast machine.
+LONG_MAX_TOKENS = 160
 
 BUSINESS = f"""
 [business]

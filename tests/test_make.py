@@ -148,6 +148,6 @@ def test_ci_runs_deploy_check() -> None:
 def test_model_check_runs_the_model_tests_the_default_run_leaves_out() -> None:
     """`make model-check` selects the `model` tests; every other run of pytest (CI's, the
     mutants') leaves them out through the default options."""
-    assert ".venv/bin/python -m pytest -m model --durations=0" in planned("model-check")
+    assert ".venv/bin/python -m pytest -m model -rP --durations=0" in planned("model-check")
     options = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]
     assert "-m 'not model'" in options["ini_options"]["addopts"]
