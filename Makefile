@@ -25,10 +25,6 @@ MODEL_STAMP := .venv-model/.installed
 	.venv-$*/bin/python -m pip install --quiet --disable-pip-version-check -r $<
 	touch $@
 
-# llama-cpp-python without its multimodal library (mtmd): a third of the compile, and a text
-# model never loads it.
-.venv-model/.installed: export CMAKE_ARGS = -DLLAVA_BUILD=OFF
-
 setup: $(STAMP)
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py setupdemo
