@@ -11,6 +11,10 @@ from broker.models import Message, Project, Thread, TrailKind, TrailRow, Via
 from broker.refusals import Refusal
 from tests.broker import factories
 
+# Some tests pick their personas by name (`getfixturevalue`): the database is asked for up front,
+# as pytest-django must know before the test starts.
+pytestmark = pytest.mark.django_db
+
 
 @pytest.fixture
 def product(human: Actor) -> Project:

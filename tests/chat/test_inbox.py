@@ -11,6 +11,17 @@ from broker.models import TrailRow
 from tests.listeners import ListenerClient
 
 
+@pytest.fixture
+def sides(
+    human_client: ListenerClient,
+    tester_client: ListenerClient,
+    human_thread_id: int,
+    tester_thread_id: int,
+) -> dict[str, tuple[ListenerClient, int]]:
+    """Each side's client and its own thread."""
+    return {"human": (human_client, human_thread_id), "tester": (tester_client, tester_thread_id)}
+
+
 def patch(client: ListenerClient, thread_id: int, body: Any, **kwargs: Any) -> Any:
     return client.request("PATCH", f"/api/chat/threads/{thread_id}", json=body, **kwargs)
 
@@ -41,17 +52,14 @@ def test_patch_renames_and_archives_own_thread(
     ]
 
 
-@pytest.mark.parametrize(
-    ("client_name", "owner_thread"),
-    [("tester_client", "human_thread_id"), ("human_client", "tester_thread_id")],
-)
+@pytest.mark.parametrize(("side", "other"), [("tester", "human"), ("human", "tester")])
 def test_patch_and_read_of_the_other_sides_thread_are_thread_not_owned(
-    request: pytest.FixtureRequest, client_name: str, owner_thread: str
+    sides: dict[str, tuple[ListenerClient, int]], side: str, other: str
 ) -> None:
     """R1 over HTTP on both listeners: the tester renames the human's thread, the human the
     tester's — each `thread-not-owned`, nothing stored."""
-    client: ListenerClient = request.getfixturevalue(client_name)
-    thread_id: int = request.getfixturevalue(owner_thread)
+    client, _ = sides[side]
+    _, thread_id = sides[other]
     renamed = patch(client, thread_id, {"name": "taken over"})
     archived = patch(client, thread_id, {"archived": True})
     read = client.post(f"/api/chat/threads/{thread_id}/read", {"up_to": 1})
@@ -99,16 +107,12 @@ def test_list_with_a_bad_archived_flag_is_invalid(human_client: ListenerClient) 
         assert error_of(response) == (400, "invalid"), flag
 
 
-@pytest.mark.parametrize(
-    ("client_name", "thread_fixture"),
-    [("human_client", "human_thread_id"), ("tester_client", "tester_thread_id")],
-)
+@pytest.mark.parametrize("side", ["human", "tester"])
 def test_read_marks_the_thread_and_counts_unread_per_side(
-    request: pytest.FixtureRequest, client_name: str, thread_fixture: str
+    sides: dict[str, tuple[ListenerClient, int]], side: str
 ) -> None:
     """The list shows each side's own unread count; the mark moves only forward."""
-    client: ListenerClient = request.getfixturevalue(client_name)
-    thread_id: int = request.getfixturevalue(thread_fixture)
+    client, thread_id = sides[side]
     sent = [
         client.post(f"/api/chat/threads/{thread_id}/messages", {"body": body}).json()["message"]
         for body in ("one", "two")
