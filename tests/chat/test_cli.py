@@ -339,6 +339,15 @@ def test_talk_without_reply_gives_up_after_wait(tester_thread: Thread) -> None:
     assert Message.objects.filter(thread=tester_thread).count() == 1
 
 
+def test_talk_turn_is_stored_via_cli(tester_thread: Thread) -> None:
+    """Issue #15: a turn sent with `talk` says it came through the CLI (message and trail
+    row); its stored sender stays `tester-cli` (R6)."""
+    with pytest.raises(CommandError, match="No reply"):
+        run("talk", "--thread", str(tester_thread.pk), "--tester", "--wait", "0.1", stdin="hi\n")
+    turn = Message.objects.get(thread=tester_thread)
+    assert (turn.from_run, turn.via, turn.trail.get().via) == ("tester-cli", "cli", "cli")
+
+
 @pytest.mark.django_db(transaction=True)
 def test_talk_ends_when_the_turn_fails_and_read_shows_why(
     tester_thread: Thread, business: Business
