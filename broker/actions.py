@@ -14,10 +14,10 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from broker import events, fields, policy, refusals, replies
+from broker import events, fields, policy, refusals, replies, selectors
 from broker.access import (
     access_claim,
     access_instance,
@@ -44,8 +44,10 @@ from broker.models import (
     Thread,
     ThreadClaim,
     ThreadOpen,
+    TrailKind,
     TrailRow,
     TurnProgress,
+    Via,
 )
 from broker.refusals import Refusal
 from broker.replies import ReplyRecord
@@ -134,8 +136,11 @@ def do_record_trail(
     to_role: str,
     actor: Actor,
     text: str,
+    kind: TrailKind,
+    via: str | None = None,
 ) -> TrailRow:
-    """Store one trail row labelled per R16 and nudge the trail after commit.
+    """Store one trail row labelled per R16, of `kind` (what Consoles decide on), naming its
+    thread's current name, and nudge the trail after commit.
 
     Precondition: inside the transaction that stores what the row describes, which took the
     stream lock first (`appending`). Checked, on every database, without a query: a row
@@ -153,6 +158,9 @@ def do_record_trail(
         actor_role=actor.role,
         actor_run=actor.run,
         text=f"{policy.trail_label(from_role=from_role, to_role=to_role)}: {text}",
+        kind=kind,
+        thread_name=thread.name if thread else None,
+        via=via,
         tester_visible=policy.tester_sees(
             thread_owner=thread.owner if thread else None, from_role=from_role, to_role=to_role
         ),
@@ -175,8 +183,10 @@ def do_record_message(
     claim: ThreadClaim | None = None,
     holder: str,
     record: ReplyRecord | None = None,
+    via: Via | None = None,
 ) -> Message:
     """Store a message from the actor, its trail row, and nudge the thread after commit.
+    `via` is the channel a human's or tester's message came through (None for the others).
 
     A RESULT ends the turn it answers `answered` in the same transaction, with what the model
     server reported about it (`record`). A new turn has no progress row (`pending`).
@@ -203,6 +213,7 @@ def do_record_message(
         prompt_tokens=record.prompt_tokens,
         completion_tokens=record.completion_tokens,
         first_token_ms=record.first_token_ms,
+        via=via,
     )
     if message_class == MessageClass.REQUEST:
         # Known without a read: a new turn has no progress yet.
@@ -223,6 +234,8 @@ def do_record_message(
         to_role=to_role,
         actor=actor,
         text=body,
+        kind=TrailKind.MESSAGE,
+        via=via,
     )
     if thread is not None:
         events.push_after_commit(
@@ -274,6 +287,7 @@ def do_end_claim(
         to_role=claim.instance.name,
         actor=actor,
         text=f"claim of {claim.run} ended ({reason})",
+        kind=TrailKind.CLAIM_ENDED,
     )
     return claim
 
@@ -353,13 +367,14 @@ def open_thread(actor: Actor, *, thread_id: int) -> ThreadOpen:
 
 
 @verb("thread.send", HUMAN_KIND, TESTER_KIND, switch_in_thread_read=True)
-def send_to_thread(actor: Actor, *, thread_id: int, body: object) -> SentTurn:
+def send_to_thread(actor: Actor, *, thread_id: int, body: object, via: Via = Via.API) -> SentTurn:
     """A turn in the actor's own thread, addressed to the thread's instance.
 
-    R6: stored with the actor's own role and run. R7: a human's turn writes one `human.input`
-    event and returns its id; a tester's writes none and returns None. R9: the lists read the
-    tester as `human` in its own thread. One read (the thread, its instance's lists, the tester
-    switch and the claim's holder) and the rows it stores.
+    R6: stored with the actor's own role and run, whichever channel (`via`, kept beside them)
+    it came through. R7: a human's turn writes one `human.input` event and returns its id; a
+    tester's writes none and returns None. R9: the lists read the tester as `human` in its own
+    thread. One read (the thread, its instance's lists, the tester switch and the claim's
+    holder) and the rows it stores.
     """
     text = fields.clean_body(body)
     with appending(actor.business_id):
@@ -389,8 +404,104 @@ def send_to_thread(actor: Actor, *, thread_id: int, body: object) -> SentTurn:
             body=text,
             request=request,
             holder=thread.holder or "",  # type: ignore[attr-defined]
+            via=via,
         )
     return SentTurn(message=message, request=request.pk if request else None)
+
+
+@verb("thread.rename", HUMAN_KIND, TESTER_KIND, switch_in_thread_read=True)
+def rename_thread(actor: Actor, *, thread_id: int, name: object) -> Thread:
+    """R1: rename the actor's own thread, with one `thread.renamed` trail row. The name's
+    limits are those of `thread.create`; R18: a name taken in the project, whoever took it,
+    refuses `thread-exists` and tells nothing else. The same name again changes nothing."""
+    clean = fields.clean_name(name, what="thread name")
+    with appending(actor.business_id):
+        thread = access_thread(actor, thread_id=thread_id, lock=True)
+        if clean == thread.name:
+            return thread
+        before = thread.name
+        thread.name = clean
+        try:
+            with transaction.atomic():
+                thread.save(update_fields=["name"])
+        except IntegrityError:
+            raise Refusal(refusals.THREAD_EXISTS, "A thread with this name exists here.") from None
+        do_record_thread_change(
+            actor, thread, kind=TrailKind.THREAD_RENAMED, text=f"renamed “{before}” to “{clean}”"
+        )
+        return thread
+
+
+@verb("thread.archive", HUMAN_KIND, TESTER_KIND, switch_in_thread_read=True)
+def archive_thread(actor: Actor, *, thread_id: int, archived: bool) -> Thread:
+    """R1: archive the actor's own thread (lists leave it out) or bring it back, with one
+    `thread.archived` / `thread.unarchived` trail row. Asking for the state it is in changes
+    nothing."""
+    with appending(actor.business_id):
+        thread = access_thread(actor, thread_id=thread_id, lock=True)
+        if archived == thread.archived:
+            return thread
+        thread.archived_at = timezone.now() if archived else None
+        thread.save(update_fields=["archived_at"])
+        kind = TrailKind.THREAD_ARCHIVED if archived else TrailKind.THREAD_UNARCHIVED
+        text = "archived the thread" if archived else "brought the thread back from the archive"
+        do_record_thread_change(actor, thread, kind=kind, text=text)
+        return thread
+
+
+def change_thread(
+    actor: Actor, *, thread_id: int, name: object = None, archived: bool | None = None
+) -> Thread:
+    """Rename and/or archive the actor's own thread in one transaction (`rename_thread`,
+    `archive_thread`: each its own verb, so R22 decides each); the thread as its list shows it.
+    Neither asked: `invalid`."""
+    if name is None and archived is None:
+        raise Refusal(refusals.INVALID, "Give the thread's new name, archived, or both.")
+    with appending(actor.business_id):
+        if name is not None:
+            rename_thread(actor, thread_id=thread_id, name=name)
+        if archived is not None:
+            archive_thread(actor, thread_id=thread_id, archived=archived)
+    return selectors.inbox_thread(actor, thread_id=thread_id)
+
+
+def do_record_thread_change(actor: Actor, thread: Thread, *, kind: TrailKind, text: str) -> None:
+    """The trail row of a change the owner made to its thread, labelled like its turns (R16):
+    the owner to the thread's instance; R20 decides who sees it, as for every row.
+
+    Precondition: inside `appending`, the change stored and the thread's instance loaded.
+    """
+    do_record_trail(
+        business_id=actor.business_id,
+        thread=thread,
+        message=None,
+        from_role=actor.role,
+        from_run=actor.run,
+        to_role=thread.instance.name,
+        actor=actor,
+        text=text,
+        kind=kind,
+    )
+
+
+@verb("thread.open", HUMAN_KIND, TESTER_KIND, switch_in_thread_read=True)
+def mark_read(actor: Actor, *, thread_id: int, up_to: int) -> Thread:
+    """R1: move the owner's read mark of its own thread forward to message `up_to`, which must
+    be a message of that thread (else `invalid`); an older one leaves the mark where it is.
+
+    Reading is opening (`thread.open`, the same verb): the mark is the newest message the owner
+    has opened. It is not bus traffic and writes no trail row. Returns the thread as its list
+    shows it.
+    """
+    with transaction.atomic():
+        thread = access_thread(actor, thread_id=thread_id)
+        if not Message.objects.filter(pk=up_to, thread=thread).exists():
+            raise Refusal(refusals.INVALID, "up_to must be a message of this thread.")
+        # Forward only, decided by the database: two marks racing keep the greater.
+        Thread.objects.filter(pk=thread.pk).filter(
+            Q(read_up_to__isnull=True) | Q(read_up_to__lt=up_to)
+        ).update(read_up_to=up_to)
+    return selectors.inbox_thread(actor, thread_id=thread_id)
 
 
 # --- messages ----------------------------------------------------------------------------
@@ -530,6 +641,7 @@ def end_instance(actor: Actor, *, instance: str) -> list[ThreadClaim]:
             to_role=target.name,
             actor=actor,
             text=f"{reason}; {len(ended)} claim(s) ended",
+            kind=TrailKind.INSTANCE_ENDED,
         )
     return ended
 
@@ -750,6 +862,7 @@ def create_decision(
             to_role=route_to,
             actor=actor,
             text=f"decision: {text}",
+            kind=TrailKind.DECISION,
         )
         return decision
 

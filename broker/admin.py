@@ -27,6 +27,7 @@ from django.utils.safestring import SafeString
 from django.utils.text import Truncator
 
 from broker import actions as broker_actions
+from broker import fields
 from broker.actors import Actor
 from broker.models import (
     TESTER,
@@ -136,6 +137,31 @@ class OwnerKindFilter(admin.SimpleListFilter):
 
 class ThreadOwnerKindFilter(OwnerKindFilter):
     owner_path = "thread__owner"
+
+
+class TaskThreadFilter(admin.SimpleListFilter):
+    """A thread's tasks (`?thread=ID`, the thread page's link): a task names its thread only
+    through its request, the `human.input` event of the turn (R15)."""
+
+    title = "thread"
+    parameter_name = "thread"
+
+    def lookups(
+        self, request: HttpRequest, model_admin: admin.ModelAdmin[Any]
+    ) -> list[tuple[str, str]]:
+        # Offered only when asked for: the filter applies only while it has a choice to show.
+        value = self.value()
+        return [(value, f"thread {value}")] if value else []
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        value = self.value()
+        if value is None:
+            return queryset
+        try:
+            thread_id = fields.parse_id(value, what="thread")
+        except Refusal:
+            return queryset.none()
+        return queryset.filter(request__body__thread=thread_id)
 
 
 class ClaimStateFilter(admin.SimpleListFilter):
@@ -358,9 +384,20 @@ class ThreadClaimInline(ReadOnlyThreadInline):
 
 @admin.register(Thread)
 class ThreadAdmin(ReadOnlyAdmin):
-    list_display = ("id", "name", "owner", "business", "project", "instance", "held", "created_at")
+    list_display = (
+        "id",
+        "name",
+        "owner",
+        "business",
+        "project",
+        "instance",
+        "held",
+        "archived",
+        "created_at",
+    )
     list_filter = (
         OwnerKindFilter,
+        ("archived_at", admin.EmptyFieldListFilter),
         ("project__business", admin.RelatedFieldListFilter),
         ("project", BusinessScopedFilter),
         ("instance", BusinessScopedFilter),
@@ -368,7 +405,7 @@ class ThreadAdmin(ReadOnlyAdmin):
     list_select_related = ("project__business", "instance")
     search_fields = ("name",)
     date_hierarchy = "created_at"
-    readonly_fields = ("all_messages",)
+    readonly_fields = ("all_messages", "trail_rows", "tasks")
     inlines = (MessageInline, ThreadOpenInline, ThreadClaimInline)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Thread]:
@@ -384,10 +421,27 @@ class ThreadAdmin(ReadOnlyAdmin):
     def held(self, obj: Thread) -> bool:
         return bool(getattr(obj, "is_held", False))
 
+    @admin.display(description="archived", boolean=True, ordering="archived_at")
+    def archived(self, obj: Thread) -> bool:
+        return obj.archived
+
     @admin.display(description="messages")
     def all_messages(self, obj: Thread) -> SafeString:
-        url = reverse("admin:broker_message_changelist")
-        return format_html('<a href="{}?thread__id__exact={}">all messages</a>', url, obj.pk)
+        return changelist_link("message", "thread__id__exact", obj.pk, "all messages")
+
+    @admin.display(description="trail")
+    def trail_rows(self, obj: Thread) -> SafeString:
+        return changelist_link("trailrow", "thread__id__exact", obj.pk, "its trail rows")
+
+    @admin.display(description="tasks")
+    def tasks(self, obj: Thread) -> SafeString:
+        return changelist_link("task", TaskThreadFilter.parameter_name, obj.pk, "its tasks")
+
+
+def changelist_link(model_name: str, parameter: str, thread_id: int, text: str) -> SafeString:
+    """A link to a model's list narrowed to one thread's rows."""
+    url = reverse(f"admin:broker_{model_name}_changelist")
+    return format_html('<a href="{}?{}={}">{}</a>', url, parameter, thread_id, text)
 
 
 @admin.register(ThreadOpen)
@@ -451,6 +505,7 @@ class MessageAdmin(ReadOnlyAdmin):
         "from_run",
         "to_role",
         "message_class",
+        "via",
         "body_preview",
         "in_reply_to_id",
         "reply",
@@ -508,8 +563,21 @@ class EventAdmin(ReadOnlyAdmin):
 
 @admin.register(TrailRow)
 class TrailRowAdmin(ReadOnlyAdmin):
-    list_display = ("id", "at", "business", "thread", "text_preview", "actor_role", "actor_run")
+    # The actor first, before the text: the issue found it past the page's right edge.
+    list_display = (
+        "id",
+        "at",
+        "actor",
+        "kind",
+        "thread",
+        "thread_name",
+        "via",
+        "text_preview",
+        "business",
+    )
     list_filter = (
+        "kind",
+        "via",
         ThreadOwnerKindFilter,
         "tester_visible",
         ("business", admin.RelatedFieldListFilter),
@@ -517,6 +585,10 @@ class TrailRowAdmin(ReadOnlyAdmin):
     list_select_related = ("business", "thread")
     search_fields = ("text",)
     date_hierarchy = "at"
+
+    @admin.display(description="actor", ordering="actor_role")
+    def actor(self, obj: TrailRow) -> str:
+        return f"{obj.actor_role} ({obj.actor_run})"
 
     @admin.display(description="text")
     def text_preview(self, obj: TrailRow) -> str:
@@ -526,7 +598,7 @@ class TrailRowAdmin(ReadOnlyAdmin):
 @admin.register(Task)
 class TaskAdmin(ReadOnlyAdmin):
     list_display = ("id", "title", "business", "request_id", "created_by_run", "created_at")
-    list_filter = (("business", admin.RelatedFieldListFilter),)
+    list_filter = (TaskThreadFilter, ("business", admin.RelatedFieldListFilter))
     list_select_related = ("business",)
     search_fields = ("title",)
     date_hierarchy = "created_at"

@@ -87,6 +87,23 @@ def clean_body(value: object) -> str:
     return text
 
 
+# A thread's preview in the thread list: its newest message's body on one line, at most this
+# many characters.
+PREVIEW_MAX = 120
+# How much of that body the thread list reads to make it (one character more tells that the
+# body goes on): enough for PREVIEW_MAX characters unless it opens with long runs of spaces.
+PREVIEW_READ = 2000
+
+
+def one_line(text: str) -> str:
+    """`text` with its whitespace collapsed to single spaces and cut to PREVIEW_MAX characters,
+    "…" added when cut; a text longer than PREVIEW_READ counts as cut there."""
+    line = " ".join(text[:PREVIEW_READ].split())
+    if len(line) > PREVIEW_MAX:
+        return line[:PREVIEW_MAX].rstrip() + "…"
+    return line + "…" if len(text) > PREVIEW_READ else line
+
+
 def clean_limit(value: int | None) -> int:
     """A list's page size: default 100, between 1 and 500."""
     if value is None:

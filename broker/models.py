@@ -8,8 +8,12 @@ refused by the database too.
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from django.db import models
 from django.db.models import Q
+
+from broker import fields
 
 # Addresses on the bus that are never an instance's name.
 HUMAN = "human"
@@ -51,6 +55,27 @@ class ReplyState(models.TextChoices):
 # The states that are pending work; the others are final and never change again.
 OWED = (ReplyState.PENDING, ReplyState.WORKING, ReplyState.RETRYING)
 FINAL = (ReplyState.ANSWERED, ReplyState.STOPPED, ReplyState.FAILED)
+
+
+class Via(models.TextChoices):
+    """The channel a human's or tester's message came through; the stored `from_run` stays as
+    R6 says whichever it was. Null for everything a run or the system writes."""
+
+    CONSOLE = "console"  # the Console page (`X-Mosaic-Via: console`)
+    API = "api"  # any other client of the chat API
+    CLI = "cli"  # the management commands
+
+
+class TrailKind(models.TextChoices):
+    """What a trail row records: what a Console decides on, never on the row's text."""
+
+    MESSAGE = "message"
+    CLAIM_ENDED = "claim.ended"
+    INSTANCE_ENDED = "instance.ended"
+    DECISION = "decision"
+    THREAD_RENAMED = "thread.renamed"
+    THREAD_ARCHIVED = "thread.archived"
+    THREAD_UNARCHIVED = "thread.unarchived"
 
 
 class MessageClass(models.TextChoices):
@@ -149,6 +174,19 @@ class Thread(models.Model):
     owner = models.CharField(max_length=150)
     instance = models.ForeignKey(Instance, on_delete=models.PROTECT, related_name="threads")
     created_at = models.DateTimeField(auto_now_add=True)
+    # When its owner archived it (null: not archived); lists leave archived threads out.
+    # Nullable columns are added in place: rebuilding this table on SQLite would trip over the
+    # guards of the tables that read it.
+    archived_at = models.DateTimeField(null=True, blank=True)
+    # The owner's read mark: the newest message of the thread the owner has opened (one owner,
+    # so one mark, the same on every device). Only moves forward.
+    read_up_to = models.BigIntegerField(null=True, blank=True)
+
+    # The inbox's reading of a thread, annotated by the thread list (`selectors.with_inbox`);
+    # these class values are an empty thread's, true of a thread just created.
+    last_message_at: datetime | None = None
+    last_body: str | None = None
+    unread: int = 0
 
     class Meta:
         constraints = [
@@ -164,6 +202,15 @@ class Thread(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def archived(self) -> bool:
+        return self.archived_at is not None
+
+    @property
+    def preview(self) -> str | None:
+        """The newest message's body on one line, cut (`fields.one_line`)."""
+        return None if self.last_body is None else fields.one_line(self.last_body)
 
 
 class ThreadOpen(models.Model):
@@ -267,6 +314,10 @@ class Message(models.Model):
     completion_tokens = models.PositiveIntegerField(null=True, blank=True)
     # From the model request to its first text, in milliseconds.
     first_token_ms = models.PositiveIntegerField(null=True, blank=True)
+    # The channel a human's or tester's message came through (`Via`); null for a run's, the
+    # system's, and every message stored before the field existed. Choices without a database
+    # check: adding one rebuilds this table on SQLite.
+    via = models.CharField(max_length=10, choices=Via.choices, null=True, blank=True)  # noqa: DJ001
 
     class Meta:
         constraints = [
@@ -370,6 +421,11 @@ class TrailRow(models.Model):
     actor_role = models.CharField(max_length=100)
     actor_run = models.CharField(max_length=100)
     text = models.TextField()
+    kind = models.CharField(max_length=20, choices=TrailKind.choices, default=TrailKind.MESSAGE)
+    # The thread's name when the row was written (null: no thread).
+    thread_name = models.CharField(max_length=200, null=True, blank=True)  # noqa: DJ001
+    # The message's channel (`Message.via`), for a human's or tester's message; else null.
+    via = models.CharField(max_length=10, choices=Via.choices, null=True, blank=True)  # noqa: DJ001
     # R20: the tester's trail holds only rows of its own threads or with it at one end.
     tester_visible = models.BooleanField(default=False)
     at = models.DateTimeField(auto_now_add=True)
@@ -378,6 +434,9 @@ class TrailRow(models.Model):
         indexes = [
             models.Index(fields=["business", "id"], name="trail_business"),
             models.Index(fields=["business", "tester_visible", "id"], name="trail_tester"),
+        ]
+        constraints = [
+            models.CheckConstraint(condition=Q(kind__in=TrailKind.values), name="trail_kind_known"),
         ]
 
     def __str__(self) -> str:

@@ -13,7 +13,8 @@ from broker import refusals
 from broker.actors import Actor, ActorKind
 from broker.models import HUMAN, TESTER
 
-# R22: the verbs the tester may call (the seed's TESTER_VERBS), whatever the transport.
+# R22: the verbs the tester may call (the seed's TESTER_VERBS), whatever the transport; renaming
+# and archiving its own threads among them (issue #15).
 TESTER_VERBS = frozenset(
     {
         "project.create",
@@ -23,6 +24,8 @@ TESTER_VERBS = frozenset(
         "thread.send",
         "thread.messages",
         "thread.list",
+        "thread.rename",
+        "thread.archive",
         "message.send",
         "message.receive",
         "messages.view",

@@ -33,6 +33,8 @@ register_converter(IdConverter, "id")
 ROUTES: tuple[tuple[str, type[ChatView], str], ...] = (
     ("api/chat/projects", chat.ProjectsView, "chat-projects"),
     ("api/chat/threads", chat.ThreadsView, "chat-threads"),
+    ("api/chat/threads/<id:thread_id>", chat.ThreadView, "chat-thread"),
+    ("api/chat/threads/<id:thread_id>/read", chat.ThreadReadView, "chat-thread-read"),
     ("api/chat/threads/<id:thread_id>/messages", chat.ThreadMessagesView, "chat-thread-messages"),
     ("api/chat/threads/<id:thread_id>/open", chat.ThreadOpenView, "chat-thread-open"),
     ("api/chat/stop", chat.StopView, "chat-stop"),

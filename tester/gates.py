@@ -19,10 +19,20 @@ from broker.access import access_tester_actor
 from broker.actors import Actor
 from chat.gates import PROXY_SECRET_HEADER, JsonBody, SameOriginFetch, is_write
 
-# L4: the only routes a tester write may reach — the chat writes and the tester's stop.
-TESTER_WRITE_ROUTES = frozenset(
-    {"chat-projects", "chat-threads", "chat-thread-messages", "chat-thread-open", "chat-stop"}
+# L4: the only writes the tester may make, (method, route) exactly — the chat writes, the
+# changes to its own threads and their read marks, and the tester's stop.
+TESTER_WRITES = frozenset(
+    {
+        ("POST", "chat-projects"),
+        ("POST", "chat-threads"),
+        ("PATCH", "chat-thread"),
+        ("POST", "chat-thread-read"),
+        ("POST", "chat-thread-messages"),
+        ("POST", "chat-thread-open"),
+        ("POST", "chat-stop"),
+    }
 )
+TESTER_WRITE_ROUTES = frozenset(name for _, name in TESTER_WRITES)
 # Proxy user headers the tester listener refuses outright, whatever their spelling.
 _PROXY_HEADERS = ("x-user",)
 
@@ -56,7 +66,7 @@ class TesterActorRequired(BasePermission):
 
 
 class TesterFence(BasePermission):
-    """L4: a tester write is a POST to an allow-listed route, exactly."""
+    """L4: a tester write is an allow-listed method on an allow-listed route, exactly."""
 
     message = "The tester listener permits only chat writes and the tester's stop."
     code = refusals.TESTER_REFUSED
@@ -67,8 +77,8 @@ class TesterFence(BasePermission):
 
 
 def fence_admits(method: str, url_name: str | None) -> bool:
-    """L4: reads pass; a write is a POST to an allow-listed route, exactly."""
-    return method in SAFE_METHODS or (method == "POST" and url_name in TESTER_WRITE_ROUTES)
+    """L4: reads pass; a write passes when its method and route are allow-listed together."""
+    return method in SAFE_METHODS or (method, url_name) in TESTER_WRITES
 
 
 def _normalised(name: str) -> str:

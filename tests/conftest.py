@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import ExitStack
 
 import pytest
 
 from broker.actors import Actor
 from broker.models import Business, Instance, RoleDefinition
+from tests.model_servers import LiteLLMPeer, litellm_peer
 
-pytest_plugins = ["tests.listener_fixtures"]
+pytest_plugins = ["tests.listener_fixtures", "pytester"]
 
 
 def make_business(
@@ -158,3 +161,19 @@ def django_db_modify_db_settings(
     database = settings.DATABASES["default"]
     if database["ENGINE"] == "django.db.backends.sqlite3":
         database.setdefault("TEST", {})["NAME"] = str(tmp_path_factory.mktemp("db") / "test.db")
+
+
+# --- the LiteLLM proxy, one for the whole session ----------------------------------------
+
+
+@pytest.fixture(scope="session")
+def litellm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiteLLMPeer]:
+    """The LiteLLM proxy (tests/model_servers.py), shared by the runner's tests and the end to
+    end ones; it fails (never skips) when it cannot start."""
+    with ExitStack() as stack:
+        try:
+            peer = stack.enter_context(litellm_peer(tmp_path_factory.mktemp("litellm")))
+        except RuntimeError as error:
+            pytest.fail(str(error), pytrace=False)
+        print(f"\nLiteLLM proxy answered {peer.proxy.started_in:.1f} s after its start")
+        yield peer

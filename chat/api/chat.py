@@ -17,7 +17,9 @@ from chat.api.base import ChatView
 from chat.api.docs import ERRORS, LIST_PARAMETERS
 from chat.api.inputs import (
     ListQuery,
+    QueryFlag,
     QueryNumber,
+    StrictBool,
     StrictId,
     StrictInput,
     StrictString,
@@ -67,6 +69,7 @@ class ThreadsView(ChatView):
     class ThreadListQuery(ListQuery):
         project = QueryNumber(required=False, min_value=1)
         q = serializers.CharField(required=False, max_length=200)
+        archived = QueryFlag(required=False)
 
     class ThreadCreateInput(StrictInput):
         project = StrictId()
@@ -81,6 +84,12 @@ class ThreadsView(ChatView):
             OpenApiParameter(
                 "q", str, description="Search the names and messages of your threads."
             ),
+            OpenApiParameter(
+                "archived",
+                str,
+                enum=["true", "false"],
+                description="`true`: only your archived threads; otherwise only the others.",
+            ),
         ],
         responses={
             200: inline_serializer("Threads", {"threads": shapes.ThreadOut(many=True)}),
@@ -93,6 +102,7 @@ class ThreadsView(ChatView):
             self.actor(),
             project_id=query.pop("project", None),
             query=query.pop("q", None),
+            archived=query.pop("archived", False),
             **query,
         )
         return Response({"threads": shapes.ThreadOut(threads, many=True).data})  # type: ignore[arg-type]
@@ -115,6 +125,55 @@ class ThreadsView(ChatView):
                 instance=data.get("instance"),
             )
             return Response({"thread": shapes.ThreadOut(thread).data}, status=201)
+
+        return self.answer_once(request, write)
+
+
+class ThreadView(ChatView):
+    """Rename or archive the actor's own thread (R1; R22 decides the tester's share)."""
+
+    class ThreadChangeInput(StrictInput):
+        name = StrictString(required=False)
+        archived = StrictBool(required=False)
+
+    @extend_schema(
+        operation_id="thread_change",
+        request=ThreadChangeInput,
+        responses={
+            200: inline_serializer("ThreadChanged", {"thread": shapes.ThreadOut()}),
+            **ERRORS,
+        },
+    )
+    def patch(self, request: Request, thread_id: int) -> Response:
+        def write() -> Response:
+            data = parse(self.ThreadChangeInput, request.data)
+            thread = actions.change_thread(
+                self.actor(),
+                thread_id=thread_id,
+                name=data.get("name"),
+                archived=data.get("archived"),
+            )
+            return Response({"thread": shapes.ThreadOut(thread).data})
+
+        return self.answer_once(request, write)
+
+
+class ThreadReadView(ChatView):
+    """Move the owner's read mark of its own thread forward (R1); not bus traffic."""
+
+    class ThreadReadInput(StrictInput):
+        up_to = StrictId()
+
+    @extend_schema(
+        operation_id="thread_read",
+        request=ThreadReadInput,
+        responses={200: inline_serializer("ThreadRead", {"thread": shapes.ThreadOut()}), **ERRORS},
+    )
+    def post(self, request: Request, thread_id: int) -> Response:
+        def write() -> Response:
+            data = parse(self.ThreadReadInput, request.data)
+            thread = actions.mark_read(self.actor(), thread_id=thread_id, up_to=data["up_to"])
+            return Response({"thread": shapes.ThreadOut(thread).data})
 
         return self.answer_once(request, write)
 
@@ -156,7 +215,9 @@ class ThreadMessagesView(ChatView):
     def post(self, request: Request, thread_id: int) -> Response:
         def write() -> Response:
             data = parse(self.TurnInput, request.data)
-            turn = actions.send_to_thread(self.actor(), thread_id=thread_id, body=data["body"])
+            turn = actions.send_to_thread(
+                self.actor(), thread_id=thread_id, body=data["body"], via=self.via()
+            )
             return Response(
                 {"message": shapes.MessageOut(turn.message).data, "request": turn.request},
                 status=201,

@@ -47,6 +47,15 @@ class StrictString(serializers.CharField):
             raise serializers.ValidationError(refusal.detail) from None
 
 
+class StrictBool(serializers.BooleanField):
+    """A JSON boolean (not a string, not a number)."""
+
+    def to_internal_value(self, data: Any) -> bool:
+        if not isinstance(data, bool):
+            self.fail("invalid")
+        return data
+
+
 class StrictId(serializers.IntegerField):
     """A JSON integer id (not a string, not a boolean)."""
 
@@ -70,6 +79,22 @@ class QueryNumber(serializers.IntegerField):
             return fields.parse_id(data, what=self.field_name or "id")
         except Refusal:
             self.fail("invalid")
+
+
+class QueryFlag(serializers.Field[bool, str, str, Any]):
+    """A yes/no in a query string: exactly `true` or `false` (DRF's own field would also take
+    "1", "on", "yes", "True" …)."""
+
+    default_error_messages = {"invalid": "Must be true or false."}
+    FLAGS: dict[str, bool] = {"true": True, "false": False}
+
+    def to_internal_value(self, data: Any) -> bool:
+        if not isinstance(data, str) or data not in self.FLAGS:
+            self.fail("invalid")
+        return self.FLAGS[data]
+
+    def to_representation(self, value: bool) -> str:
+        return "true" if value else "false"
 
 
 def parse(serializer_class: type[StrictInput], data: Any) -> dict[str, Any]:

@@ -10,7 +10,17 @@ from django.utils import timezone
 from rest_framework import serializers
 
 from broker.actions import Stop
-from broker.models import Decision, Message, Project, ReplyState, Thread, ThreadOpen, TrailRow
+from broker.models import (
+    Decision,
+    Message,
+    Project,
+    ReplyState,
+    Thread,
+    ThreadOpen,
+    TrailKind,
+    TrailRow,
+    Via,
+)
 
 T = TypeVar("T")
 
@@ -116,6 +126,12 @@ class ThreadOut(Shape[Thread]):
     owner = serializers.CharField()
     instance = serializers.CharField(source="instance.name")  # type: ignore[assignment]
     created_at = serializers.DateTimeField()
+    # The inbox (issue #15): computed by the thread list, for the owner's side.
+    archived = serializers.BooleanField()
+    last_message_at = serializers.DateTimeField(allow_null=True)
+    preview = serializers.CharField(allow_null=True)
+    unread = serializers.IntegerField()
+    read_up_to = serializers.IntegerField(allow_null=True)
 
 
 class MessageOut(Shape[Message]):
@@ -182,6 +198,11 @@ class TrailRowOut(Shape[TrailRow]):
     to_role = serializers.CharField()
     actor = serializers.SerializerMethodField()
     text = serializers.CharField()
+    # What the row records (Consoles decide on it, never on the text), the thread's name when
+    # it was written, and the channel of a human's or tester's message.
+    kind = serializers.ChoiceField(choices=TrailKind.values)
+    thread_name = serializers.CharField(allow_null=True)
+    via = serializers.ChoiceField(choices=Via.values, allow_null=True)
 
     def get_actor(self, row: TrailRow) -> dict[str, str]:
         return {"role": row.actor_role, "run": row.actor_run}

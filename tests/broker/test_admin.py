@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +29,7 @@ from broker.models import (
     Message,
     MessageClass,
     Project,
+    Task,
     Thread,
     ThreadClaim,
     ThreadOpen,
@@ -164,6 +166,62 @@ def test_thread_change_page_links_to_all_its_messages(
     )
     page = admin_client.get(change_url(Thread, records.human_thread.pk)).content.decode()
     assert f"thread__id__exact={records.human_thread.pk}" in page
+
+
+def test_thread_change_page_links_to_its_trail_rows_and_tasks(
+    admin_client: Client, records: Records
+) -> None:
+    """Issue #15: a thread's page leads to its trail rows and its tasks, each list narrowed to
+    exactly that thread's rows."""
+    thread = records.human_thread
+    page = admin_client.get(change_url(Thread, thread.pk)).content.decode()
+    assert f'{changelist(TrailRow)}?thread__id__exact={thread.pk}"' in page
+    assert f'{changelist(Task)}?thread={thread.pk}"' in page
+    assert listed(admin_client, TrailRow, {"thread__id__exact": thread.pk}) == set(
+        TrailRow.objects.filter(thread=thread).values_list("pk", flat=True)
+    )
+    tasks = set(Task.objects.values_list("pk", flat=True))
+    assert tasks and listed(admin_client, Task, {"thread": thread.pk}) == tasks
+    assert listed(admin_client, Task, {"thread": records.tester_thread.pk}) == set()
+    assert listed(admin_client, Task, {"thread": "x"}) == set()
+
+
+def test_trail_changelist_shows_actor_kind_thread_and_channel(
+    admin_client: Client, records: Records
+) -> None:
+    """Issue #15: the trail list shows its actor (once past the page's edge) and what the
+    Console decides on."""
+    response = admin_client.get(changelist(TrailRow))
+    columns = response.context["cl"].list_display
+    assert {"actor", "kind", "thread", "thread_name", "via"} <= set(columns)
+    assert columns.index("actor") < columns.index("text_preview")
+    content = response.content.decode()
+    assert "human (human-cli)" in content and "assistant (run-1)" in content
+
+
+@pytest.mark.parametrize("page", ["thread", "trail", "messages", "instances"])
+def test_admin_pages_wrap_long_bodies_and_keep_dates_on_one_line(
+    admin_client: Client, records: Records, page: str
+) -> None:
+    """Issue #15: a 3,000-character body made a thread page 21,000 px wide and dates took five
+    lines: the broker's pages carry the rules that wrap bodies and keep times whole."""
+    actions.send_to_thread(
+        Actor.human(business_id=records.business.pk, username="ada"),
+        thread_id=records.human_thread.pk,
+        body="x" * 3000,
+    )
+    url = {
+        "thread": change_url(Thread, records.human_thread.pk),
+        "trail": changelist(TrailRow),
+        "messages": changelist(Message),
+        "instances": changelist(Instance),
+    }[page]
+    content = admin_client.get(url).content.decode()
+    assert "overflow-wrap: anywhere" in content
+    assert "td.field-created_at" in content and "white-space: nowrap" in content
+    if page == "thread":
+        # The body sits where the rules reach it: the inline's body cell, in full.
+        assert re.search(r'<td class="field-body">\s*<p>x{3000}</p>', content)
 
 
 # --- filters and search ------------------------------------------------------------------

@@ -9,7 +9,7 @@ from django.db import transaction
 
 from broker import actions, events
 from broker.actors import Actor
-from broker.models import TrailRow
+from broker.models import TrailKind, TrailRow
 from tests.broker import factories
 
 
@@ -87,6 +87,7 @@ def test_trail_row_outside_the_stream_lock_is_refused(human: Actor) -> None:
             to_role="assistant",
             actor=human,
             text=text,
+            kind=TrailKind.MESSAGE,
         )
 
     with pytest.raises(RuntimeError), transaction.atomic():

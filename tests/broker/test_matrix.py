@@ -10,7 +10,7 @@ import pytest
 from broker import actions, policy, refusals, selectors
 from broker.access import VERBS
 from broker.actors import Actor, ActorKind
-from broker.models import Business, Message, ThreadOpen
+from broker.models import Business, Message, Thread, ThreadOpen, TrailRow
 from broker.refusals import Refusal
 from tests.broker import factories
 
@@ -23,6 +23,12 @@ THREAD_VERBS: dict[str, Callable[[Actor, int], Any]] = {
     ),
     "thread.messages": lambda actor, thread_id: selectors.thread_messages(
         actor, thread_id=thread_id
+    ),
+    "thread.rename": lambda actor, thread_id: actions.rename_thread(
+        actor, thread_id=thread_id, name="renamed"
+    ),
+    "thread.archive": lambda actor, thread_id: actions.archive_thread(
+        actor, thread_id=thread_id, archived=True
     ),
 }
 
@@ -67,14 +73,25 @@ def test_thread_verb_matrix_refuses_with_code(
     """R1, R22: each actor reaches only its own threads; each refusal writes nothing."""
     actor: Actor = request.getfixturevalue(actor_name)
     expected = THREAD_MATRIX[(actor_name, owner)]
-    before = (Message.objects.count(), ThreadOpen.objects.count())
+    before = stored()
     if expected is OK:
         THREAD_VERBS[verb](actor, threads[owner])
         return
     with pytest.raises(Refusal) as refusal:
         THREAD_VERBS[verb](actor, threads[owner])
     assert refusal.value.code == expected
-    assert (Message.objects.count(), ThreadOpen.objects.count()) == before
+    assert stored() == before
+
+
+def stored() -> tuple[object, ...]:
+    """What a thread verb could write: messages, opens, trail rows, and the threads' names and
+    archive times."""
+    return (
+        Message.objects.count(),
+        ThreadOpen.objects.count(),
+        TrailRow.objects.count(),
+        sorted(Thread.objects.values_list("pk", "name", "archived_at")),
+    )
 
 
 # Arguments good enough to get past argument checks for every verb the tester may not call.
@@ -125,6 +142,8 @@ def test_tester_verb_while_tester_off_refuses_tester_off(
         "thread.send": lambda: actions.send_to_thread(tester, thread_id=1, body="b"),
         "thread.messages": lambda: selectors.thread_messages(tester, thread_id=1),
         "thread.list": lambda: selectors.list_threads(tester),
+        "thread.rename": lambda: actions.rename_thread(tester, thread_id=1, name="n"),
+        "thread.archive": lambda: actions.archive_thread(tester, thread_id=1, archived=True),
         "message.send": lambda: actions.send_message(tester, to="assistant", body="b"),
         "message.receive": lambda: selectors.receive_messages(tester),
         "messages.view": lambda: selectors.messages_view(tester),
@@ -152,6 +171,8 @@ def test_verb_declares_who_it_serves(verb: str, kinds: frozenset[ActorKind]) -> 
         "thread.send",
         "thread.messages",
         "thread.list",
+        "thread.rename",
+        "thread.archive",
         "messages.view",
         "trail.read",
         "inbox.read",
@@ -163,3 +184,37 @@ def test_verb_declares_who_it_serves(verb: str, kinds: frozenset[ActorKind]) -> 
         v for v in VERBS if v.startswith(("claim.", "task.", "decision.", "message.", "turn."))
     }
     assert (ActorKind.RUN in kinds) == (verb in run_verbs - {"claim.reap"})
+
+
+@pytest.mark.parametrize(
+    ("verb", "call"),
+    [
+        (
+            "thread.rename",
+            lambda actor, thread_id: actions.rename_thread(
+                actor, thread_id=thread_id, name="renamed"
+            ),
+        ),
+        (
+            "thread.archive",
+            lambda actor, thread_id: actions.archive_thread(
+                actor, thread_id=thread_id, archived=True
+            ),
+        ),
+    ],
+)
+def test_thread_change_verb_off_the_tester_list_refuses_tester_refused(
+    monkeypatch: pytest.MonkeyPatch,
+    tester: Actor,
+    threads: dict[str, int],
+    verb: str,
+    call: Callable[[Actor, int], Any],
+) -> None:
+    """R22 decides the tester's share of the inbox verbs: off its list, even its own thread is
+    refused `tester-refused`, and nothing changes."""
+    monkeypatch.setattr(policy, "TESTER_VERBS", policy.TESTER_VERBS - {verb})
+    before = stored()
+    with pytest.raises(Refusal) as refusal:
+        call(tester, threads["tester"])
+    assert refusal.value.code == refusals.TESTER_REFUSED
+    assert stored() == before

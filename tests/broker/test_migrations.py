@@ -101,8 +101,47 @@ def test_migrate_0007_writes_down_each_stored_turns_reply_state(
     migrate(("broker", "0006_thread_list_index"))
     migrate(("broker", "0007_turn_lifecycle"))
 
-    states = {
-        turn: Message.objects.select_related("progress").get(pk=turn.pk).reply_state
-        for turn in (answered, stopped, waiting)
-    }
+    # Read with the columns 0007 knows: later migrations are not applied yet.
+    stored = Message.objects.select_related("progress").only("message_class", "progress__state")
+    states = {turn: stored.get(pk=turn.pk).reply_state for turn in (answered, stopped, waiting)}
     assert states == {answered: "answered", stopped: "stopped", waiting: "pending"}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_migrate_0009_labels_stored_trail_rows_by_their_fields(
+    human: Actor, tester: Actor, assistant_run: Actor, back_to_the_latest: None
+) -> None:
+    """Rows stored before the trail had kinds get theirs from their stored fields (message,
+    thread, the decisions and claims they name), and the name their thread has; messages
+    stored before the channel was kept have none."""
+    from broker.models import RoleDefinition, TrailRow
+
+    RoleDefinition.objects.filter(name="assistant").update(cross_role=["human"])
+    product = factories.project(human)
+    thread = factories.thread(human, product, "work")
+    probe = factories.thread(tester, product, "probe")
+    turn = actions.send_to_thread(human, thread_id=thread.pk, body="hi").message
+    claim = factories.claim(assistant_run, thread)
+    actions.create_decision(assistant_run, claim_id=claim.pk, body="ship?")
+    actions.end_claim(assistant_run, claim_id=claim.pk)
+    actions.send_to_thread(tester, thread_id=probe.pk, body="probe")
+    factories.claim(assistant_run, probe)
+    actions.stop_assistant(tester)
+    actions.end_instance(
+        Actor.staff(business_id=human.business_id, username="root"), instance="assistant"
+    )
+    expected = list(TrailRow.objects.order_by("pk").values_list("kind", "thread_name"))
+
+    migrate(("broker", "0008_instance_reply_settings"))
+    migrate(("broker", "0009_inbox"))
+
+    assert list(TrailRow.objects.order_by("pk").values_list("kind", "thread_name")) == expected
+    assert [kind for kind, _ in expected] == [
+        "message",
+        "decision",
+        "claim.ended",
+        "message",
+        "claim.ended",
+        "instance.ended",
+    ]
+    assert TrailRow.objects.get(message=turn).via is None

@@ -124,6 +124,28 @@ def test_list_threads_hundreds_of_threads_same_query_count(side, seeded) -> None
     assert many == few
 
 
+@pytest.mark.parametrize("archived", ["false", "true"])
+def test_list_threads_inbox_fields_same_query_count(side, seeded, archived: str) -> None:
+    """P4 with the inbox (issue #15): last activity, preview and unread are read in the list's
+    own query — long threads, replies, read marks and archived threads add no query."""
+    client, actor = side
+    project = seeded["project"]
+    path = f"/api/chat/threads?project={project.pk}&archived={archived}"
+    few = count_queries(lambda: get_ok(client, path))
+    grow_threads(actor, project, MANY)
+    threads = list(Thread.objects.filter(project=project, owner=owner_of(actor)))
+    grow_messages(actor, threads[:50], per_thread=20)
+    newest = Message.objects.filter(thread__in=threads).order_by("-pk").first()
+    assert newest is not None
+    Thread.objects.filter(pk__in=[t.pk for t in threads[::3]]).update(read_up_to=newest.pk)
+    Thread.objects.filter(pk__in=[t.pk for t in threads[::2]]).update(archived_at=newest.created_at)
+    many = count_queries(lambda: get_ok(client, path))
+    listed = get_ok(client, path)["threads"]
+    assert len(listed) == 100
+    assert {thread["archived"] for thread in listed} == {archived == "true"}
+    assert many == few
+
+
 def test_read_message_page_long_thread_same_query_count(side, seeded) -> None:
     """P4: a thread's message page costs the same with 1 message as with a full page."""
     client, actor = side
@@ -167,6 +189,9 @@ def test_select_pages_hundreds_of_rows_same_query_count(who, human, tester, seed
     thread = seeded["threads"][owner_of(actor)]
     reads = {
         "thread.list": lambda: selectors.list_threads(actor, project_id=project.pk),
+        "thread.list archived": lambda: selectors.list_threads(
+            actor, project_id=project.pk, archived=True
+        ),
         "thread.messages": lambda: selectors.thread_messages(actor, thread_id=thread.pk),
         "trail.read": lambda: selectors.read_trail(actor),
         "project.list": lambda: selectors.list_projects(actor),

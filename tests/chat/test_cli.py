@@ -313,9 +313,11 @@ def test_talk_tester_sends_each_line_and_prints_reply(
     ]
     assert [m.body for m in stored[::2]] == ["hello", "again"]
     assert [m.in_reply_to_id for m in stored[1::2]] == [stored[0].pk, stored[2].pk]
-    # Every message printed once, in order; the reply's text is whatever the assistant said.
-    assert output.splitlines() == [line for m in stored for line in message_line(m).splitlines()]
-    assert output.startswith(f"#{stored[0].pk} tester → assistant: hello\n")
+    # Every message printed once, in order; the reply's text is whatever the assistant said. A
+    # turn is printed as it stood then: the runner may already have taken it (`[working]`).
+    printed = [line.removesuffix("  [working]") for line in output.splitlines()]
+    assert printed == [line for m in stored for line in message_line(m).splitlines()]
+    assert output.startswith(f"#{stored[0].pk} tester → assistant: hello")
 
 
 @pytest.mark.django_db(transaction=True)
@@ -337,6 +339,15 @@ def test_talk_without_reply_gives_up_after_wait(tester_thread: Thread) -> None:
         run("talk", "--thread", str(tester_thread.pk), "--tester", "--wait", "0.1", stdin="hi\n")
     assert caught.value.returncode == 1
     assert Message.objects.filter(thread=tester_thread).count() == 1
+
+
+def test_talk_turn_is_stored_via_cli(tester_thread: Thread) -> None:
+    """Issue #15: a turn sent with `talk` says it came through the CLI (message and trail
+    row); its stored sender stays `tester-cli` (R6)."""
+    with pytest.raises(CommandError, match="No reply"):
+        run("talk", "--thread", str(tester_thread.pk), "--tester", "--wait", "0.1", stdin="hi\n")
+    turn = Message.objects.get(thread=tester_thread)
+    assert (turn.from_run, turn.via, turn.trail.get().via) == ("tester-cli", "cli", "cli")
 
 
 @pytest.mark.django_db(transaction=True)

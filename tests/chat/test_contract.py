@@ -17,7 +17,20 @@ from tester.gates import TESTER_GATES
 from tests.listeners import ListenerClient
 
 PROJECT = {"id", "name", "created_at"}
-THREAD = {"id", "project", "name", "owner", "instance", "created_at"}
+THREAD = {
+    "id",
+    "project",
+    "name",
+    "owner",
+    "instance",
+    "created_at",
+    # the inbox (issue #15)
+    "archived",
+    "last_message_at",
+    "preview",
+    "unread",
+    "read_up_to",
+}
 MESSAGE = {
     "id",
     "thread",
@@ -38,7 +51,20 @@ MESSAGE = {
     "usage",
 }
 OPEN = {"thread", "by", "at"}
-TRAIL_ROW = {"id", "at", "thread", "from_role", "from_run", "to_role", "actor", "text"}
+TRAIL_ROW = {
+    "id",
+    "at",
+    "thread",
+    "from_role",
+    "from_run",
+    "to_role",
+    "actor",
+    "text",
+    # the inbox (issue #15)
+    "kind",
+    "thread_name",
+    "via",
+}
 DECISION = {"id", "thread", "from_role", "from_run", "route_to", "body", "created_at"}
 
 
@@ -77,6 +103,14 @@ def test_chat_routes_answer_spec_shapes(request, listener: str, project_id: int)
     assert [set(m) for m in messages.json()["messages"]] == [MESSAGE]
     opened = client.post(f"/api/chat/threads/{thread_id}/open", {})
     assert (opened.status_code, set(opened.json()["open"])) == (200, OPEN)
+    changed = client.request("PATCH", f"/api/chat/threads/{thread_id}", json={"archived": True})
+    assert (changed.status_code, set(changed.json())) == (200, {"thread"})
+    assert set(changed.json()["thread"]) == THREAD
+    read = client.post(
+        f"/api/chat/threads/{thread_id}/read", {"up_to": sent.json()["message"]["id"]}
+    )
+    assert (read.status_code, set(read.json())) == (200, {"thread"})
+    assert set(read.json()["thread"]) == THREAD
     view = client.get("/api/messages")
     assert (view.status_code, set(view.json())) == (200, {"messages", "count"})
     trail = client.get("/api/trail")

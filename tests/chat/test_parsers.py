@@ -38,7 +38,7 @@ def test_post_deeply_nested_body_is_invalid_and_stores_nothing(
     client = human_client if signed_in else ListenerClient(route.listener)
     thread_id = tester_thread_id if route.listener == TESTER else human_thread_id
     before = stored()
-    response = client.request("POST", route.path(str(thread_id)), content=DEEP)
+    response = client.request(route.write_method, route.path(str(thread_id)), content=DEEP)
     assert (response.status_code, response.json()["error"]) == (400, "invalid")
     assert stored() == before
 

@@ -5,9 +5,15 @@ from __future__ import annotations
 import asyncio
 import threading
 
+import pytest
 from asgiref.sync import async_to_sync
 
 from chat.shared_reads import SharedReads, tick
+
+# The reads run through Channels' `database_sync_to_async`, which checks the thread's database
+# connection first (`close_old_connections`): a connection an earlier test left open in that
+# thread is touched, so the database is declared rather than left to the order tests run in.
+pytestmark = pytest.mark.django_db
 
 
 class GatedRead:

@@ -98,6 +98,8 @@ class LiveServer:
     process: subprocess.Popen[bytes] | None = None
     # Settings of this server over the defaults below (a model server of the tests' own, …).
     settings: dict[str, str] = field(default_factory=dict)
+    # More arguments of `serve`, such as `--no-runner` for a server whose turns stay unanswered.
+    serve_arguments: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         while self.tester_port == self.human_port:
@@ -152,7 +154,7 @@ class LiveServer:
     def start(self) -> None:
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "manage.py", "serve"],
+                [sys.executable, "manage.py", "serve", *self.serve_arguments],
                 cwd=ROOT,
                 env=self.environment(),
                 stdout=log,

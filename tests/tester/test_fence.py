@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from chat.routes import ROUTES
-from tester.gates import TESTER_WRITE_ROUTES
+from tester.gates import TESTER_WRITE_ROUTES, TESTER_WRITES
 from tests.listeners import ListenerClient
 
 READ_ONLY_ROUTES = [
@@ -16,14 +16,17 @@ READ_ONLY_ROUTES = [
 
 
 def test_fence_allow_list_names_exactly_the_chat_writes_and_stop() -> None:
-    """L4: the chat writes and the tester's stop, nothing else."""
+    """L4: the chat writes (the tester's own threads renamed, archived and read among them)
+    and the tester's stop, each with its one method, nothing else."""
     assert {
-        "chat-projects",
-        "chat-threads",
-        "chat-thread-messages",
-        "chat-thread-open",
-        "chat-stop",
-    } == TESTER_WRITE_ROUTES
+        ("POST", "chat-projects"),
+        ("POST", "chat-threads"),
+        ("PATCH", "chat-thread"),
+        ("POST", "chat-thread-read"),
+        ("POST", "chat-thread-messages"),
+        ("POST", "chat-thread-open"),
+        ("POST", "chat-stop"),
+    } == TESTER_WRITES
     assert {name for _, _, name in ROUTES} >= TESTER_WRITE_ROUTES
 
 
@@ -45,3 +48,47 @@ def test_fence_other_methods_on_allowed_routes_are_tester_refused(
     """L4 is about methods too: only POST is a chat write."""
     response = tester_client.request(method, "/api/chat/projects", json={})
     assert (response.status_code, response.json()["error"]) == (403, "tester-refused")
+
+
+def test_fence_admits_the_testers_rename_archive_and_read_of_its_own_thread(
+    tester_client: ListenerClient, tester_thread_id: int
+) -> None:
+    """L4 admits exactly the inbox's writes: a fence without them would refuse these with
+    `tester-refused`; through it they reach the broker and change the tester's thread."""
+    thread = f"/api/chat/threads/{tester_thread_id}"
+    sent = tester_client.post(f"{thread}/messages", {"body": "probe"}).json()["message"]
+    renamed = tester_client.request("PATCH", thread, json={"name": "probe 2", "archived": True})
+    read = tester_client.post(f"{thread}/read", {"up_to": sent["id"]})
+    assert (renamed.status_code, read.status_code) == (200, 200), (renamed.text, read.text)
+    assert read.json()["thread"] | {"created_at": None} == {
+        "id": tester_thread_id,
+        "project": renamed.json()["thread"]["project"],
+        "name": "probe 2",
+        "owner": "tester",
+        "instance": "assistant",
+        "created_at": None,
+        "archived": True,
+        "last_message_at": sent["created_at"],
+        "preview": "probe",
+        "unread": 0,
+        "read_up_to": sent["id"],
+    }
+
+
+@pytest.mark.parametrize(
+    ("method", "suffix"), [("POST", ""), ("PUT", ""), ("DELETE", ""), ("PATCH", "/read")]
+)
+def test_fence_other_methods_on_the_inbox_routes_are_tester_refused(
+    tester_client: ListenerClient,
+    broker_calls: list[str],
+    tester_thread_id: int,
+    method: str,
+    suffix: str,
+) -> None:
+    """L4 pairs each route with its one method: PATCH renames, POST marks read, no other."""
+    broker_calls.clear()
+    response = tester_client.request(
+        method, f"/api/chat/threads/{tester_thread_id}{suffix}", json={"name": "x"}
+    )
+    assert (response.status_code, response.json()["error"]) == (403, "tester-refused")
+    assert broker_calls == []

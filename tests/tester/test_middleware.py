@@ -7,7 +7,7 @@ from django.urls import resolve
 from rest_framework.request import Request
 from rest_framework.test import APIRequestFactory
 
-from tester.gates import TESTER_WRITE_ROUTES, TesterFence
+from tester.gates import TESTER_WRITES, TesterFence
 from tests.listener_routes import routes
 from tests.listeners import TESTER, ListenerClient
 
@@ -25,7 +25,7 @@ def test_fence_write_to_any_route_outside_the_allow_list_is_tester_refused_json(
         )
         for route in routes(TESTER)
         for method in WRITE_METHODS
-        if not (method == "POST" and route.name in TESTER_WRITE_ROUTES)
+        if (method, route.name) not in TESTER_WRITES
     }
     assert {asked: (r.status_code, r.json()["error"]) for asked, r in answers.items()} == (
         dict.fromkeys(answers, (403, "tester-refused"))
@@ -51,6 +51,11 @@ def test_fence_write_to_a_path_that_is_no_route_here_is_not_found(
     [
         ("POST", "/api/chat/projects", True),
         ("POST", "/api/chat/threads/1/open", True),
+        ("PATCH", "/api/chat/threads/1", True),
+        ("POST", "/api/chat/threads/1/read", True),
+        ("POST", "/api/chat/threads/1", False),
+        ("PATCH", "/api/chat/threads", False),
+        ("PATCH", "/api/chat/threads/1/read", False),
         ("GET", "/api/trail", True),
         ("HEAD", "/api/schema", True),
         ("POST", "/api/trail", False),

@@ -16,7 +16,7 @@ from django.core.management.base import CommandError, CommandParser
 
 from broker import actions, selectors
 from broker.actors import Actor
-from broker.models import Message, MessageClass, ReplyState
+from broker.models import Message, MessageClass, ReplyState, Via
 from chat.management.cli_command import BrokerCommand, id_argument
 from chat.management.cli_format import message_json, message_line, printable
 from chat.management.cli_stream import newest_id, stream
@@ -59,7 +59,7 @@ class Command(BrokerCommand):
                 body = line.rstrip("\r\n")
                 if not body.strip():
                     continue
-                turn = actions.send_to_thread(actor, thread_id=thread_id, body=body)
+                turn = actions.send_to_thread(actor, thread_id=thread_id, body=body, via=Via.CLI)
                 seen = self.print_until_reply(
                     actor, options, thread_id=thread_id, after=seen, turn=turn.message
                 )

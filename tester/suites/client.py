@@ -1,0 +1,301 @@
+"""The tester listener's chat API, spoken as the tester Console speaks it.
+
+Writes carry the listener's own `Origin` and `Sec-Fetch-Site: same-origin` and are JSON (L3);
+the tester listener makes every request the tester (L5), so no identity is sent at all. A reply
+is waited for on the thread's socket (`/ws/chat/threads/ID/`), whose frames only wake the
+waiter: what decides is the thread's messages read over HTTP, so a frame missed or never sent
+(a turn that failed before the socket told it as owed) delays the answer by one poll at most.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.request
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import urlsplit
+
+from websockets.exceptions import WebSocketException
+from websockets.sync.client import ClientConnection, connect
+from websockets.typing import Origin
+
+# A turn's reply states after which no reply will come (SPEC §7.1).
+ENDED_STATES = frozenset({"stopped", "failed"})
+REQUEST_SECONDS = 30.0
+# The longest a waiter sleeps between two reads when no frame wakes it.
+POLL_SECONDS = 1.0
+PAGE = 500
+
+
+class ListenerError(Exception):
+    """The listener refused a request, or could not be reached: a run cannot go on."""
+
+    def __init__(self, code: str, detail: str) -> None:
+        super().__init__(f"{code}: {detail}")
+        self.code = code
+        self.detail = detail
+
+
+@dataclass(frozen=True)
+class Reply:
+    """The RESULT that answers a turn (R12)."""
+
+    body: str
+    message: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How a turn ended for its sender: its reply, or the state it was left in."""
+
+    turn: dict[str, Any]
+    reply: Reply | None
+    # `answered`, `stopped` or `failed`, or the state the turn was in when the wait ran out.
+    state: str
+    failure: str | None
+
+    @property
+    def timed_out(self) -> bool:
+        return self.reply is None and self.state not in ENDED_STATES
+
+
+def utc_stamp() -> str:
+    """Now in UTC, to the millisecond: what makes a run's thread names its own."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+class TesterClient:
+    """One tester listener at `url` (`http://127.0.0.1:PORT`). Safe to share between threads:
+    each request opens its own connection."""
+
+    # Not a test class, though pytest would take the name for one.
+    __test__ = False
+
+    def __init__(self, url: str) -> None:
+        parts = urlsplit(url.rstrip("/"))
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise ListenerError("invalid", f"{url!r} is not a listener's URL (http://HOST:PORT).")
+        self.url = f"{parts.scheme}://{parts.netloc}"
+        # The listener's own page is the origin of every write (L3).
+        self.origin = self.url
+        # No proxy: the tester listener is on loopback, and a proxy would change what it sees.
+        self.opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+    # --- HTTP ---
+
+    def request(
+        self, method: str, path: str, body: dict[str, Any] | None = None, **headers: str
+    ) -> tuple[int, dict[str, Any]]:
+        """One request; a refusal's `{"error", "detail"}` is raised as `ListenerError`."""
+        sent = {"Accept": "application/json", "Sec-Fetch-Site": "same-origin"}
+        if method != "GET":
+            sent |= {"Origin": self.origin, "Content-Type": "application/json"}
+        sent |= headers
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(self.url + path, data=data, method=method, headers=sent)
+        try:
+            with self.opener.open(request, timeout=REQUEST_SECONDS) as response:
+                return response.status, json.load(response)
+        except urllib.error.HTTPError as error:
+            raise refusal_of(error) from None
+        except (OSError, ValueError) as error:
+            raise ListenerError(
+                "unreachable", f"the tester listener at {self.url} did not answer ({error})"
+            ) from None
+
+    def project_id(self, name: str) -> int:
+        """The id of the project `name`, created when missing (R2)."""
+        found = self.find_project(name)
+        if found is not None:
+            return found
+        try:
+            _, answer = self.request("POST", "/api/chat/projects", {"name": name})
+        except ListenerError as refusal:
+            if refusal.code != "project-exists":
+                raise
+            # Created meanwhile by another run.
+            found = self.find_project(name)
+            if found is None:
+                raise
+            return found
+        return int(answer["project"]["id"])
+
+    def find_project(self, name: str) -> int | None:
+        after = 0
+        while True:
+            _, answer = self.request("GET", f"/api/chat/projects?after={after}&limit={PAGE}")
+            projects = answer["projects"]
+            for project in projects:
+                if project["name"] == name:
+                    return int(project["id"])
+            if len(projects) < PAGE:
+                return None
+            after = projects[-1]["id"]
+
+    def create_thread(self, *, project: int, name: str, instance: str | None) -> dict[str, Any]:
+        body: dict[str, Any] = {"project": project, "name": name}
+        if instance is not None:
+            body["instance"] = instance
+        _, answer = self.request("POST", "/api/chat/threads", body)
+        return dict(answer["thread"])
+
+    def new_thread(self, *, project: int, name: str, instance: str | None) -> ConversationThread:
+        """A thread of the tester's named `<name> · <UTC time>`; a name taken (by a run in the
+        same millisecond) is tried again with a later time."""
+        for _attempt in range(5):
+            try:
+                thread = self.create_thread(
+                    project=project, name=f"{name} · {utc_stamp()}", instance=instance
+                )
+            except ListenerError as refusal:
+                if refusal.code != "thread-exists":
+                    raise
+                time.sleep(0.01)
+                continue
+            return ConversationThread(self, thread)
+        raise ListenerError("thread-exists", f"no free thread name for {name!r}")
+
+    def messages(self, thread_id: int, *, after: int) -> list[dict[str, Any]]:
+        """The thread's messages after `after`, oldest first, every page."""
+        found: list[dict[str, Any]] = []
+        while True:
+            path = f"/api/chat/threads/{thread_id}/messages?after={after}&limit={PAGE}"
+            page = self.request("GET", path)[1]["messages"]
+            found += page
+            if len(page) < PAGE:
+                return found
+            after = page[-1]["id"]
+
+    def send(self, thread_id: int, body: str) -> dict[str, Any]:
+        """Send one turn, with an `Idempotency-Key` as the Console does (R21)."""
+        _, answer = self.request(
+            "POST",
+            f"/api/chat/threads/{thread_id}/messages",
+            {"body": body},
+            **{"Idempotency-Key": str(uuid.uuid4())},
+        )
+        return dict(answer["message"])
+
+    # --- the thread's socket ---
+
+    def socket(self, thread_id: int) -> ClientConnection | None:
+        """The thread's live socket, or None when it cannot be opened (the waiter then polls)."""
+        parts = urlsplit(self.url)
+        scheme = "wss" if parts.scheme == "https" else "ws"
+        # Only the newest rows: what the socket carries is a wake-up, not the record.
+        newest = self.newest_id(thread_id)
+        try:
+            return connect(
+                f"{scheme}://{parts.netloc}/ws/chat/threads/{thread_id}/?after={newest}&batch=1",
+                origin=Origin(self.origin),
+                proxy=None,
+                open_timeout=REQUEST_SECONDS,
+                ping_interval=None,
+                # Connected here and closed by the thread (`close`), not by a `with` block.
+                legacy=True,
+            )
+        except (OSError, WebSocketException, TimeoutError):
+            return None
+
+    def newest_id(self, thread_id: int) -> int:
+        _, answer = self.request("GET", f"/api/chat/threads/{thread_id}/messages?limit=1")
+        messages = answer["messages"]
+        return int(messages[-1]["id"]) if messages else 0
+
+
+def refusal_of(error: urllib.error.HTTPError) -> ListenerError:
+    try:
+        answer = json.load(error)
+        return ListenerError(str(answer["error"]), str(answer["detail"]))
+    except (ValueError, KeyError, TypeError):
+        return ListenerError(f"http-{error.code}", f"the listener answered {error.code}")
+
+
+class ConversationThread:
+    """One tester thread: send turns in order, each waiting for its reply."""
+
+    def __init__(self, client: TesterClient, thread: dict[str, Any]) -> None:
+        self.client = client
+        self.thread = thread
+        self.id = int(thread["id"])
+        self.name = str(thread["name"])
+        self._socket: ClientConnection | None = None
+        self._socket_tried = False
+
+    def close(self) -> None:
+        if self._socket is not None:
+            self._socket.close()
+            self._socket = None
+
+    def __enter__(self) -> ConversationThread:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def ask(self, body: str, *, within: float) -> Outcome:
+        """Send `body` and wait up to `within` seconds for the RESULT in reply to it."""
+        if not self._socket_tried:
+            # Opened before the turn is sent, so no frame about it can come before we listen.
+            self._socket_tried = True
+            self._socket = self.client.socket(self.id)
+        turn = self.client.send(self.id, body)
+        return self.wait(turn, within=within)
+
+    def send(self, body: str, *, within: float = 30.0) -> Reply:
+        """Send `body` and return its reply; `NoReply` (an AssertionError) when none came."""
+        outcome = self.ask(body, within=within)
+        if outcome.reply is None:
+            raise NoReply(describe_no_reply(outcome, within))
+        return outcome.reply
+
+    def wait(self, turn: dict[str, Any], *, within: float) -> Outcome:
+        deadline = time.monotonic() + within
+        turn_id = int(turn["id"])
+        while True:
+            state = turn.get("reply_state") or "pending"
+            for message in self.client.messages(self.id, after=turn_id - 1):
+                if message["id"] == turn_id:
+                    turn = message
+                    state = message.get("reply_state") or state
+                elif message["class"] == "RESULT" and message["in_reply_to"] == turn_id:
+                    reply = Reply(body=str(message["body"]), message=message)
+                    return Outcome(turn, reply, "answered", None)
+            if state in ENDED_STATES:
+                return Outcome(turn, None, state, turn.get("failure"))
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return Outcome(turn, None, state, turn.get("failure"))
+            self.pause(min(left, POLL_SECONDS))
+
+    def pause(self, seconds: float) -> None:
+        """Until the socket says something happened in the thread, or `seconds` pass."""
+        if self._socket is None:
+            time.sleep(seconds)
+            return
+        try:
+            self._socket.recv(timeout=seconds)
+            # Whatever else has come already is part of the same news.
+            while True:
+                self._socket.recv(timeout=0)
+        except TimeoutError:
+            return
+        except WebSocketException:
+            # Closed: wait by polling from now on.
+            self._socket = None
+
+
+class NoReply(AssertionError):
+    """A turn that expected a reply got none."""
+
+
+def describe_no_reply(outcome: Outcome, within: float) -> str:
+    if outcome.state == "failed":
+        return f"the turn failed: {outcome.failure or 'no reason given'}"
+    if outcome.state == "stopped":
+        return "the turn was stopped"
+    return f"no reply within {within:g} s (the turn is {outcome.state})"

@@ -1,0 +1,112 @@
+"""The pytest plugin (`pytest_plugins = ["tester.pytest_plugin"]`), run by pytester in a pytest
+of its own against a real `manage.py serve` with the offline backend."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ElementTree
+from collections.abc import Iterator
+
+import pytest
+
+from tests.console.server import ROOT
+from tests.tester.conftest import Served, human_left_alone
+from tests.tester.suite_runs import FAILING, GREETS, write_suite
+
+CONFTEST = 'pytest_plugins = ["tester.pytest_plugin"]\n'
+
+
+@pytest.fixture
+def live(
+    suite_server: Served, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Served]:
+    """The server, the documented conftest line in pytester's directory, the project on the
+    path; the human's threads and messages unchanged by the test."""
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    # Only the plugin the conftest names: none of this suite's (pytest-django, schemathesis…).
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    pytester.makeconftest(CONFTEST)
+    with human_left_alone(suite_server):
+        yield suite_server
+
+
+def run(pytester: pytest.Pytester, live: Served, *arguments: str) -> pytest.RunResult:
+    # In a process of its own: this suite's Django settings stay out of it.
+    return pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--mosaic-url", live.url, *arguments
+    )
+
+
+def test_plugin_collects_each_case_of_a_suite_file_as_a_test(
+    live: Served, pytester: pytest.Pytester
+) -> None:
+    write_suite(pytester.path, GREETS, "smoke.suite.toml")
+    write_suite(pytester.path, FAILING, "wrong.suite.toml")
+    junit = pytester.path / "junit.xml"
+    result = run(pytester, live, "-v", f"--junitxml={junit}")
+    result.assert_outcomes(passed=3, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*smoke.suite.toml::greets PASSED*",
+            "*smoke.suite.toml::task refused PASSED*",
+            "*wrong.suite.toml::expects goodbye FAILED*",
+            "*turn 1 “hello”",
+            "*expected: the reply contains 'Goodbye'",
+            "*actual: Hello! I am assistant.*",
+        ]
+    )
+    names = [case.get("name") for case in ElementTree.parse(junit).getroot().iter("testcase")]
+    assert names == ["greets", "task refused", "greets", "expects goodbye"]
+
+
+def test_plugin_selects_cases_with_k(live: Served, pytester: pytest.Pytester) -> None:
+    write_suite(pytester.path, FAILING, "wrong.suite.toml")
+    before = len(live.tester_threads())
+    result = run(pytester, live, "-k", "goodbye")
+    result.assert_outcomes(failed=1, deselected=1)
+    assert len(live.tester_threads()) == before + 1
+
+
+def test_plugin_reports_a_refused_suite_file_with_its_line(
+    live: Served, pytester: pytest.Pytester
+) -> None:
+    bad = GREETS.replace('send = "hello"', 'send = "hello"\nwait = 1')
+    write_suite(pytester.path, bad, "bad.suite.toml")
+    threads = live.tester_threads()
+    result = run(pytester, live)
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*bad.suite.toml:10: unknown key 'wait' in a turn*"])
+    assert live.tester_threads() == threads
+
+
+def test_mosaic_tester_fixture_talks_in_a_tester_thread(
+    live: Served, pytester: pytest.Pytester
+) -> None:
+    pytester.makepyfile(
+        """
+        def test_greets(mosaic_tester):
+            thread = mosaic_tester.thread("fixture greets")
+            reply = thread.send("hello", within=30)
+            assert "hello" in reply.body.lower()
+            again = thread.send("hello", within=30)
+            assert "turn 2 of" in again.body
+            assert again.message["in_reply_to"] is not None
+
+
+        def test_expects_what_never_comes(mosaic_tester):
+            thread = mosaic_tester.thread("fixture wrong")
+            assert "goodbye" in thread.send("hello", within=30).body.lower()
+
+
+        def test_unknown_instance_fails_the_test(mosaic_tester):
+            thread = mosaic_tester.thread("fixture missing", instance="nobody")
+        """
+    )
+    result = run(pytester, live, "--mosaic-project", "fixtures")
+    result.assert_outcomes(passed=1, failed=2)
+    result.stdout.fnmatch_lines(
+        ["*assert 'goodbye' in*", "*not-found: No instance named 'nobody'.*"]
+    )
+    names = [thread["name"] for thread in live.tester_threads()]
+    assert any(name.startswith("fixture greets · ") for name in names)
+    projects = live.tester.get("/api/chat/projects?limit=500")["projects"]
+    assert "fixtures" in [project["name"] for project in projects]

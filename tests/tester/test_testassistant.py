@@ -1,0 +1,268 @@
+"""`manage.py testassistant` against a real `manage.py serve` (free ports, its own database,
+the offline backend): what each run reports, how it exits, and that the human's threads and
+messages are the same after every run (SPEC §1: the tester never touches the human's work)."""
+
+from __future__ import annotations
+
+import os
+import xml.etree.ElementTree as ElementTree
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from broker.business_file import DEMO_FILE
+from tests.console.server import free_port
+from tests.model_servers import FakeModel, serve_fake_model
+from tests.tester.conftest import Served, human_left_alone
+from tests.tester.suite_runs import (
+    FAILING,
+    GREETS,
+    run_testassistant,
+    run_testassistant_process,
+    write_suite,
+)
+
+
+@pytest.fixture
+def live(suite_server: Served) -> Iterator[Served]:
+    """The server; the human's threads, messages and view unchanged by the test."""
+    with human_left_alone(suite_server):
+        yield suite_server
+
+
+def thread_names(live: Served) -> list[str]:
+    return [thread["name"] for thread in live.tester_threads()]
+
+
+def test_run_passing_suite_exits_0_and_writes_junit_with_every_case(
+    live: Served, tmp_path: Path
+) -> None:
+    """A passing suite: a line per case, a summary, status 0, JUnit with every case."""
+    suite = write_suite(tmp_path, GREETS)
+    junit = tmp_path / "reports" / "assistant.xml"
+    ran = run_testassistant(suite, "--url", live.url, "--junit", junit)
+    assert ran.status == 0, ran.out + ran.error
+    assert "PASS  smoke · greets (1 turn)" in ran.out
+    assert "PASS  smoke · task refused (1 turn)" in ran.out
+    assert "2 passed, 0 failed" in ran.out
+    root = ElementTree.parse(junit).getroot()
+    assert (root.get("tests"), root.get("failures"), root.get("errors")) == ("2", "0", "0")
+    cases = root.findall("./testsuite/testcase")
+    assert [(c.get("classname"), c.get("name")) for c in cases] == [
+        ("smoke", "greets"),
+        ("smoke", "task refused"),
+    ]
+    assert all(list(case) == [] for case in cases)
+
+
+def test_run_each_case_in_a_new_tester_thread_shown_in_the_trail(
+    live: Served, tmp_path: Path
+) -> None:
+    """Each case has a tester thread `<suite> · <case> · <UTC time>`, listed to the tester; the
+    human's trail shows the run labelled as tester traffic (R16)."""
+    before = set(thread_names(live))
+    ran = run_testassistant(write_suite(tmp_path, GREETS), "--url", live.url)
+    assert ran.status == 0, ran.out + ran.error
+    new = sorted(set(thread_names(live)) - before)
+    assert [name.rsplit(" · ", 1)[0] for name in new] == ["smoke · greets", "smoke · task refused"]
+    assert all(name.endswith("Z") for name in new)
+    rows = live.human.get("/api/trail?limit=500")["rows"]
+    assert any(row["text"].startswith("tester to assistant: hello") for row in rows)
+    assert any(row["text"].startswith("assistant to tester: ") for row in rows)
+
+
+def test_run_failing_expectation_exits_1_with_junit_failure(live: Served, tmp_path: Path) -> None:
+    """One failed expectation: status 1, its line names it and the actual reply, and the JUnit
+    has that `failure` with expected and actual; the passing case stays passed."""
+    junit = tmp_path / "junit.xml"
+    ran = run_testassistant(write_suite(tmp_path, FAILING), "--url", live.url, "--junit", junit)
+    assert ran.status == 1
+    assert "1 of 2 cases failed" in ran.error
+    assert (
+        "FAIL  wrong · expects goodbye: turn 1 “hello”: expected the reply contains 'Goodbye'; "
+        "got “Hello! I am assistant." in ran.out
+    )
+    root = ElementTree.parse(junit).getroot()
+    assert (root.get("tests"), root.get("failures")) == ("2", "1")
+    passed, failed = root.findall("./testsuite/testcase")
+    assert passed.find("failure") is None
+    failure = failed.find("failure")
+    assert failure is not None
+    assert failure.get("message") == "turn 1: expected the reply contains 'Goodbye'"
+    assert "expected: the reply contains 'Goodbye'" in (failure.text or "")
+    assert "actual: Hello! I am assistant." in (failure.text or "")
+
+
+def test_run_with_json_prints_one_object_per_case(live: Served, tmp_path: Path) -> None:
+    ran = run_testassistant(write_suite(tmp_path, FAILING), "--url", live.url, "--json")
+    assert ran.status == 1
+    shown = {line["case"]: line for line in ran.json_lines()}
+    assert set(shown) == {"greets", "expects goodbye"}
+    assert shown["greets"]["status"] == "passed"
+    failed = shown["expects goodbye"]
+    assert (failed["status"], failed["turn"], failed["sent"]) == ("failed", 1, "hello")
+    assert failed["expected"] == "the reply contains 'Goodbye'"
+    assert failed["actual"].startswith("Hello! I am assistant.")
+    assert isinstance(failed["thread"], int)
+
+
+def test_run_with_jobs_keeps_each_cases_turns_in_order(live: Served, tmp_path: Path) -> None:
+    """Cases run side by side; within each, every turn follows the one before (the offline
+    backend quotes the previous turn)."""
+    cases = "".join(
+        f"""
+[[cases]]
+name = "order {n}"
+
+[[cases.turns]]
+send = "first {n}"
+
+[[cases.turns]]
+send = "second {n}"
+expect = {{ contains = ["Noted (turn 2)", "Before this you wrote “first {n}”"] }}
+"""
+        for n in range(4)
+    )
+    suite = write_suite(tmp_path, f'name = "jobs"\nproject = "qa"\n{cases}')
+    ran = run_testassistant(suite, "--url", live.url, "--jobs", "3", "--json")
+    assert ran.status == 0, ran.out + ran.error
+    assert sorted(line["case"] for line in ran.json_lines()) == [f"order {n}" for n in range(4)]
+
+
+def test_run_with_k_runs_only_matching_cases(live: Served, tmp_path: Path) -> None:
+    before = len(live.tester_threads())
+    ran = run_testassistant(write_suite(tmp_path, FAILING), "--url", live.url, "-k", "goodbye")
+    assert ran.status == 1
+    assert "wrong · expects goodbye" in ran.out
+    assert "wrong · greets" not in ran.out
+    assert len(live.tester_threads()) == before + 1
+
+
+def test_run_with_k_matching_nothing_exits_2(live: Served, tmp_path: Path) -> None:
+    ran = run_testassistant(write_suite(tmp_path, GREETS), "--url", live.url, "-k", "absent")
+    assert ran.status == 2
+    assert "no case matches" in ran.error
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ('name = "x"\nproject = "qa"\n[[cases]]\nname = "c"\n[[cases.turns]]\nsend = "hi"\n'
+         'expect = { contain = ["x"] }\n', ":7: unknown key 'contain'"),
+        ('name = "x"\nproject = "qa"\n[[cases]]\nname = "c"\n[[cases.turns]]\nsend = "hi"\n'
+         'expect = { matches = "([" }\n', ":7: matches is not a regular expression"),
+        ('name = "x"\nproject = "qa"\n[[cases]\n', ":3: not valid TOML"),
+    ],
+)  # fmt: skip
+def test_run_malformed_file_exits_2_and_sends_nothing(
+    live: Served, tmp_path: Path, text: str, reason: str
+) -> None:
+    """A refused file, even beside a good one, stops the run before anything is sent."""
+    good = write_suite(tmp_path, GREETS, "good.suite.toml")
+    bad = write_suite(tmp_path, text, "bad.suite.toml")
+    threads = live.tester_threads()
+    trail = live.human.get("/api/trail?limit=500")
+    ran = run_testassistant(good, bad, "--url", live.url)
+    assert ran.status == 2
+    assert f"{bad}{reason}" in ran.error
+    assert ran.out == ""
+    assert live.tester_threads() == threads
+    assert live.human.get("/api/trail?limit=500") == trail
+
+
+def test_run_with_tester_off_exits_2_with_tester_off(live: Served, tmp_path: Path) -> None:
+    off = tmp_path / "off.toml"
+    off.write_text(DEMO_FILE.read_text().replace("tester_enabled = true", "tester_enabled = false"))
+    threads = live.tester_threads()
+    live.server.manage("loadbusiness", str(off))
+    try:
+        ran = run_testassistant(write_suite(tmp_path, GREETS), "--url", live.url)
+    finally:
+        live.server.manage("loadbusiness", str(DEMO_FILE))
+    assert ran.status == 2
+    assert ran.error.startswith("tester-off: ")
+    assert live.tester_threads() == threads
+
+
+def test_run_with_unreachable_listener_exits_2(live: Served, tmp_path: Path) -> None:
+    url = f"http://127.0.0.1:{free_port()}"
+    ran = run_testassistant(write_suite(tmp_path, GREETS), "--url", url)
+    assert ran.status == 2
+    assert ran.error.startswith("unreachable: ")
+
+
+def test_run_with_unknown_instance_exits_2_with_the_listeners_refusal(
+    live: Served, tmp_path: Path
+) -> None:
+    suite = GREETS.replace('name = "greets"', 'name = "greets"\ninstance = "nobody"')
+    ran = run_testassistant(write_suite(tmp_path, suite), "--url", live.url, "--json")
+    assert ran.status == 2
+    [errored] = ran.json_lines()
+    assert (errored["case"], errored["status"]) == ("greets", "error")
+    assert (errored["error"], errored["detail"]) == ("not-found", "No instance named 'nobody'.")
+    assert ran.error == "not-found: No instance named 'nobody'."
+
+
+@pytest.mark.parametrize("url", ["ftp://127.0.0.1:7333", "127.0.0.1:7333", "http://"])
+def test_run_with_a_url_that_is_no_listeners_exits_2(tmp_path: Path, url: str) -> None:
+    ran = run_testassistant(write_suite(tmp_path, GREETS), "--url", url)
+    assert ran.status == 2
+    assert ran.error.startswith("invalid: ")
+
+
+def test_run_missing_file_exits_2(tmp_path: Path) -> None:
+    missing = tmp_path / "absent.suite.toml"
+    ran = run_testassistant(missing)
+    assert ran.status == 2
+    assert ran.error == f"refused: {missing}:0: cannot be read (No such file or directory)"
+
+
+def test_run_failed_turn_fails_case_with_the_failure_text(live: Served, tmp_path: Path) -> None:
+    """SPEC §7.1: a turn that fails (here a model server refusing it, a permanent error) fails a
+    case expecting a reply, with the turn's failure sentence; `reply = false` passes on it."""
+    with serve_fake_model(FakeModel(status=400, error_message="model not found")) as model:
+        business = tmp_path / "broken.toml"
+        business.write_text(
+            DEMO_FILE.read_text()
+            + f'\n[instances.broken]\nrole = "assistant"\n\n[instances.broken.reply]\n'
+            f'backend = "openai"\nbase_url = "{model.url}"\nmodel = "m"\n'
+        )
+        live.server.manage("loadbusiness", str(business))
+        suite = """
+name = "broken"
+project = "qa"
+
+[[cases]]
+name = "expects a reply"
+instance = "broken"
+
+[[cases.turns]]
+send = "hello"
+
+[[cases]]
+name = "expects none"
+instance = "broken"
+
+[[cases.turns]]
+send = "hello"
+expect = { reply = false }
+"""
+        ran = run_testassistant(write_suite(tmp_path, suite), "--url", live.url, "--json")
+    assert ran.status == 1
+    shown = {line["case"]: line for line in ran.json_lines()}
+    assert shown["expects none"]["status"] == "passed"
+    failed = shown["expects a reply"]
+    assert failed["expected"] == "a reply within 30 s"
+    assert failed["actual"].startswith("the turn failed: ")
+
+
+def test_run_as_a_process_exits_1_on_a_failure(live: Served, tmp_path: Path) -> None:
+    """The exit status of `python manage.py testassistant` itself, whose default `--url` is
+    this configuration's tester listener (the other statuses come from the same CommandError
+    returncode, tested in process above)."""
+    env = {**os.environ, "MOSAIC_TESTER_PORT": str(live.server.tester_port)}
+    ran = run_testassistant_process(write_suite(tmp_path, FAILING), env=env)
+    assert ran.status == 1, ran.out + ran.error
+    assert "PASS  wrong · greets (1 turn)" in ran.out
+    assert "CommandError: 1 of 2 cases failed" in ran.error
