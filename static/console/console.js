@@ -153,6 +153,8 @@ async function load() {
   const project = projects.find((p) => p.id === place.project) ?? projects[projects.length - 1];
   if (!project) return;
   await chooseProject(project.id);
+  // The reader may have moved while the lists loaded (opened or created a thread): that wins.
+  if (state.threadId !== null || state.projectId !== project.id) return;
   if (place.thread !== null && project.id === place.project && state.threads.has(place.thread)) {
     showView("thread");
     openThread(place.thread);

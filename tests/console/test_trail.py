@@ -1,15 +1,12 @@
 """The trail's rows as the inbox contract shapes them (issue #15): claim-ended rows fold into
 their run's row, each row names its thread (a link for the actor's own), sends are labelled by
-the channel they came through. The rows' new fields are added to the server's own answer here,
-as the contract gives them, so the Console's side is tested on its own."""
+the channel they came through ("via Console")."""
 
 from __future__ import annotations
 
-import json
 import re
-from typing import Any
 
-from playwright.sync_api import Page, Route, expect
+from playwright.sync_api import expect
 
 from tests.console.conftest import OpenConsole
 from tests.console.pages import (
@@ -21,28 +18,6 @@ from tests.console.pages import (
     unique,
 )
 from tests.model_servers import FakeModel
-
-
-def with_contract_fields(rows: list[dict[str, Any]], thread_name: str) -> list[dict[str, Any]]:
-    """The contract's `kind`, `thread_name` and `via` on each row (the test knows which rows
-    are which: a run's claim ended is the row by the assistant to the assistant)."""
-    shaped = []
-    for row in rows:
-        claim_ended = row["from_role"] == row["to_role"] == "assistant"
-        via = "console" if row["from_role"] in ("human", "tester") else None
-        kind = "claim.ended" if claim_ended else "message"
-        shaped.append({**row, "kind": kind, "thread_name": thread_name, "via": via})
-    return shaped
-
-
-def serve_contract_trail(page: Page, thread_name: str) -> None:
-    def shape(route: Route) -> None:
-        answer = route.fetch()
-        data = answer.json()
-        data["rows"] = with_contract_fields(data["rows"], thread_name)
-        route.fulfill(response=answer, body=json.dumps(data))
-
-    page.route(re.compile(r"/api/trail(\?|$)"), shape)
 
 
 def test_trail_folds_claim_rows_names_threads_and_labels_console_sends(
@@ -62,10 +37,6 @@ def test_trail_folds_claim_rows_names_threads_and_labels_console_sends(
     claim = trail(page).locator(
         f'.trail-row[data-run="{run}"]', has=page.locator(".trail-text", has_text="claim of")
     )
-    expect(claim).to_be_visible()  # without `kind`, shown as it is
-
-    serve_contract_trail(page, name)
-    page.reload()
     turn = trail(page).locator(".trail-row", has_text=f"human to assistant: {body}")
     expect(turn.locator(".meta")).to_contain_text("via Console · human · human-cli")
     link = turn.get_by_role("link", name=name)
@@ -78,6 +49,9 @@ def test_trail_folds_claim_rows_names_threads_and_labels_console_sends(
     expect(folded.locator("li")).to_be_hidden()
     folded.locator("summary").click()
     expect(folded.locator("li")).to_have_text(re.compile("^assistant to assistant: claim of "))
+    page.reload()  # the rows read back from the list fold the same way
+    expect(reply.locator("details.folded summary")).to_have_text("1 more row of this run")
+    expect(claim).to_be_hidden()
 
     create_thread(page, unique("elsewhere"))
     link.click()
