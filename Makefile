@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
 .PHONY: run test check-code suite model-check mutants mutation fuzz cluster faults bench \
-	bench-quick deploy-check setup clean
+	bench-quick deploy-check screenshots setup clean
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -98,6 +98,13 @@ fuzz: $(STAMP)
 	MOSAIC_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) MOSAIC_FUZZ_MIN_CASES=$(FUZZ_MIN_CASES) \
 	MOSAIC_FUZZ_PROGRAMS=$(FUZZ_PROGRAMS) MOSAIC_FUZZ_STEPS=$(FUZZ_STEPS) MOSAIC_FUZZ_SHRINK=1 \
 	$(PY) -m pytest tests/chat/test_schema.py tests/broker/test_state_machine.py
+
+# PNGs of each Console view at 1440×900 and 390×844, light and dark (README, Console), from a
+# real server in Debian's Chromium; SCREENSHOTS names another folder.
+SCREENSHOTS ?= docs/screenshots
+
+screenshots: $(STAMP)
+	$(PY) -m tests.console.screenshots $(SCREENSHOTS)
 
 clean:
 	rm -rf $(VENV) .venv-litellm .venv-model .pytest_cache .mypy_cache .ruff_cache staticfiles

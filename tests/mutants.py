@@ -167,7 +167,7 @@ MUTANTS = (
     Mutant(
         "M13",
         "the tester composer disabled (back to the human's send switch)",
-        "static/console/console.js",
+        "static/console/page.js",
         (
             (
                 'const canSend = listener === "tester" || sendEnabled;',

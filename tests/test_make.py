@@ -110,6 +110,7 @@ NOT_RUN_IN_CI = {
     "cluster": "serves until stopped; `make faults` starts the same `manage.py cluster`",
     "model-check": "a real model on CPU takes minutes, and its first install compiles llama.cpp; "
     "the suite runs the same end-to-end cases against the LiteLLM proxy",
+    "screenshots": "pictures for people to look at; the browser tests check the same views",
 }
 # Documented targets a test of the suite invokes as typed.
 RUN_BY_TESTS = {"run": "test_make_run_serves_both_listeners"}

@@ -1,13 +1,17 @@
-"""Fixtures of the browser tests: the live server, Chromium, and Console pages on it."""
+"""Fixtures of the browser tests: the live server, its model server, Chromium, and Console pages
+on it."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
+from dataclasses import fields
+from typing import Protocol
 
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
+from tests.console.assistant import MODEL_NAME, assistant_settings
 from tests.console.browser import LAUNCH_ARGS, require_chromium
 from tests.console.server import (
     HUMAN_USERNAME,
@@ -17,10 +21,24 @@ from tests.console.server import (
     drop_scratch_database,
     is_postgres,
 )
+from tests.model_servers import FakeModel, serve_fake_model
 
 TIMEOUT_MS = 10_000
 
-OpenConsole = Callable[[str], Page]
+# The two viewports the Console is tested at: a laptop, and a phone (below 700 px, SPEC §8).
+DESKTOP = {"width": 1440, "height": 900}
+PHONE = {"width": 390, "height": 844}
+
+
+class OpenConsole(Protocol):
+    def __call__(
+        self,
+        listener: str,
+        *,
+        viewport: dict[str, int] = ...,
+        dark: bool = ...,
+        signed_in: bool = ...,
+    ) -> Page: ...
 
 
 @pytest.fixture(scope="session")
@@ -28,11 +46,31 @@ def chromium() -> str:
     return require_chromium()
 
 
+@pytest.fixture(scope="package")
+def model_server() -> Iterator[FakeModel]:
+    """The server's model: an OpenAI-compatible fake whose answers each test shapes (`model`)."""
+    with serve_fake_model(FakeModel(models=[MODEL_NAME])) as served:
+        yield served
+
+
+@pytest.fixture
+def model(model_server: FakeModel) -> Iterator[FakeModel]:
+    """The model server, answered as shaped by the test; back to its defaults after it."""
+    yield model_server
+    defaults = FakeModel(models=[MODEL_NAME])
+    for item in fields(FakeModel):
+        if item.name not in ("url", "requests", "headers", "arrived", "hung_up", "closing"):
+            setattr(model_server, item.name, getattr(defaults, item.name))
+
+
 # Package scope: the browser's event loop must be gone before the tests after this package run
 # their own loops in the main thread.
 @pytest.fixture(scope="package")
-def console_server(chromium: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    """`manage.py serve` over a database of its own, migrated and with the demo business."""
+def console_server(
+    chromium: str, model_server: FakeModel, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LiveServer]:
+    """`manage.py serve` over a database of its own, migrated and with the demo business, its
+    assistant answered by the tests' model server."""
     workdir = tmp_path_factory.mktemp("console")
     test_url = os.environ.get("DATABASE_URL", "")
     scratch = f"mosaic_console_{os.getpid()}"
@@ -40,7 +78,11 @@ def console_server(chromium: str, tmp_path_factory: pytest.TempPathFactory) -> I
         database_url = create_scratch_database(test_url, scratch)
     else:
         database_url = f"sqlite:///{workdir / 'console.sqlite3'}"
-    server = LiveServer(database_url=database_url, workdir=workdir)
+    server = LiveServer(
+        database_url=database_url,
+        workdir=workdir,
+        settings=assistant_settings(model_server.url),
+    )
     try:
         server.prepare()
         server.start()
@@ -71,21 +113,33 @@ def sign_in(page: Page, human_url: str) -> None:
 
 @pytest.fixture
 def open_console(browser: Browser, console_server: LiveServer) -> Iterator[OpenConsole]:
-    """Opens the human Console (signed in as `ada`) or the tester Console, each in a browser
-    context of its own; a script error on any page fails the test."""
+    """Opens the human Console (signed in as `ada`, or at the sign-in page) or the tester
+    Console, each in a browser context of its own, at a viewport and colour scheme; a script
+    error on any page fails the test."""
     contexts = []
     errors: list[str] = []
 
-    def open_page(listener: str) -> Page:
-        context = browser.new_context()
+    def open_page(
+        listener: str,
+        *,
+        viewport: dict[str, int] = DESKTOP,
+        dark: bool = False,
+        signed_in: bool = True,
+    ) -> Page:
+        context = browser.new_context(
+            viewport=viewport,  # type: ignore[arg-type]
+            color_scheme="dark" if dark else "light",
+        )
         context.set_default_timeout(TIMEOUT_MS)
         contexts.append(context)
         page = context.new_page()
         page.on("pageerror", lambda error: errors.append(f"{listener}: {error}"))
         if listener == "tester":
             page.goto(f"{console_server.tester_url}/")
-        else:
+        elif signed_in:
             sign_in(page, console_server.human_url)
+        else:
+            page.goto(f"{console_server.human_url}/signin")
         return page
 
     yield open_page

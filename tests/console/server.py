@@ -96,6 +96,8 @@ class LiveServer:
     human_port: int = field(default_factory=free_port)
     tester_port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
+    # Settings of this server over the defaults below (a model server of the tests' own, …).
+    settings: dict[str, str] = field(default_factory=dict)
     # More arguments of `serve`, such as `--no-runner` for a server whose turns stay unanswered.
     serve_arguments: tuple[str, ...] = ()
 
@@ -129,6 +131,7 @@ class LiveServer:
             MOSAIC_ASSISTANT_BACKEND="offline",
             PYTHONUNBUFFERED="1",
         )
+        env.update(self.settings)
         return env
 
     def manage(self, *arguments: str) -> None:

@@ -1,0 +1,122 @@
+// The inbox (issue #15, the inbox contract): each thread's last activity, a one-line preview and
+// an unread count, the tab title counting unread, a read mark moved as the owner reads, and
+// rename and archive. Every part reads the contract's fields when the server sends them and
+// stays out of the way when it does not (`thread.unread ?? 0`; no `archived` field, no buttons).
+
+import { write } from "./api.js";
+import { $, element, me, say, state, timeOf } from "./page.js";
+
+const BASE_TITLE = document.title;
+
+export const hasInbox = (thread) => thread !== undefined && "archived" in thread;
+
+// The extra lines of a thread's entry in the list: when, what, how many unread.
+export function threadDetails(thread) {
+  const details = [];
+  if (thread.last_message_at) {
+    details.push(element("span", "thread-when"));
+    details[0].append(timeOf(thread.last_message_at));
+  }
+  if (thread.preview) {
+    const preview = element("span", "thread-preview", thread.preview);
+    preview.dir = "auto";
+    details.push(preview);
+  }
+  const unread = thread.unread ?? 0;
+  if (unread > 0) {
+    const mark = element("span", "unread", String(unread));
+    mark.setAttribute("aria-label", unread === 1 ? "1 unread" : `${unread} unread`);
+    details.push(mark);
+  }
+  return details;
+}
+
+export function showUnreadTotal() {
+  const total = [...state.threads.values()].reduce((sum, thread) => sum + (thread.archived ? 0 : thread.unread ?? 0), 0);
+  document.title = total ? `(${total}) ${BASE_TITLE}` : BASE_TITLE;
+}
+
+// What refreshes one thread's entry in the list (set by the list).
+let redraw = () => {};
+export function onThreadChanged(callback) {
+  redraw = callback;
+}
+
+function changed(thread) {
+  state.threads.set(thread.id, thread);
+  redraw(thread);
+  showUnreadTotal();
+}
+
+// The owner read the open thread up to `messageId`: the mark moves forward on the server (it
+// never moves back there either), and the count here is zero.
+let reading = Promise.resolve();
+export function markRead(threadId, messageId) {
+  const thread = state.threads.get(threadId);
+  if (!hasInbox(thread) || document.hidden) return;
+  if ((thread.read_up_to ?? 0) >= messageId && !thread.unread) return;
+  changed({ ...thread, read_up_to: Math.max(thread.read_up_to ?? 0, messageId), unread: 0 });
+  reading = reading
+    .then(() => write(`/api/chat/threads/${threadId}/read`, { up_to: messageId }))
+    .then(({ thread: stored }) => stored && changed(stored))
+    .catch(() => {}); // a mark not stored is moved again by the next read
+}
+
+// A row on the trail about a thread in the list that is not open: one more unread.
+export function noteTrailRow(row) {
+  const thread = state.threads.get(row.thread);
+  if (!hasInbox(thread) || row.from_role === me || row.to_role !== me) return;
+  const activity = { ...thread, last_message_at: row.at };
+  if (row.thread !== state.threadId || document.hidden) activity.unread = (thread.unread ?? 0) + 1;
+  changed(activity);
+}
+
+// --- rename and archive (the thread header's buttons) --------------------------------------
+
+export function showThreadActions(threadId) {
+  const thread = state.threads.get(threadId);
+  $("thread-actions").hidden = !hasInbox(thread);
+  $("rename-form").hidden = true;
+  if (hasInbox(thread)) $("archive").textContent = thread.archived ? "Unarchive" : "Archive";
+}
+
+async function patch(threadId, body, notice) {
+  try {
+    const { thread } = await write(`/api/chat/threads/${threadId}`, body, undefined, "PATCH");
+    changed(thread);
+    return thread;
+  } catch (error) {
+    say($("composer-notice"), error.message, "error");
+    notice?.focus();
+    return null;
+  }
+}
+
+export function startRename() {
+  const thread = state.threads.get(state.threadId);
+  if (!thread) return;
+  $("rename-form").hidden = false;
+  $("rename-name").value = thread.name;
+  $("rename-name").focus();
+}
+
+export async function rename(event) {
+  event.preventDefault();
+  const threadId = state.threadId;
+  const thread = await patch(threadId, { name: $("rename-name").value }, $("rename-name"));
+  if (!thread) return;
+  $("rename-form").hidden = true;
+  if (state.threadId === threadId) $("thread-title").textContent = thread.name;
+  say($("composer-notice"), `Renamed to ${thread.name}.`);
+}
+
+// Archive or unarchive the open thread; an archived thread leaves the list of current ones.
+export async function toggleArchive(afterwards) {
+  const current = state.threads.get(state.threadId);
+  if (!hasInbox(current)) return;
+  const thread = await patch(current.id, { archived: !current.archived });
+  if (!thread) return;
+  say($("composer-notice"), thread.archived ? "Archived." : "Back among your current threads.");
+  showThreadActions(thread.id);
+  afterwards(thread);
+}

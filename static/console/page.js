@@ -1,0 +1,70 @@
+// The page itself: which Console this is, its elements, and small helpers every part uses.
+
+const page = document.body.dataset;
+export const listener = page.listener === "tester" ? "tester" : "human";
+// MOSAIC_CONSOLE_SEND, the human Console's switch (L2); the tester's page does not carry it.
+const sendEnabled = page.sendEnabled === "true";
+// The tester's composer is always enabled (SPEC §8); the human's follows its switch.
+export const canSend = listener === "tester" || sendEnabled;
+// The actor's own address on the bus: its turns are "mine".
+export const me = listener;
+
+export const $ = (id) => document.getElementById(id);
+
+export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+export function element(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+export function button(text, className = "", label = "") {
+  const node = element("button", className, text);
+  node.type = "button";
+  if (label) node.setAttribute("aria-label", label);
+  return node;
+}
+
+export function say(node, text, kind = "info") {
+  node.textContent = text;
+  node.dataset.kind = kind;
+}
+
+export function timeOf(iso) {
+  const at = new Date(iso);
+  const time = element("time", "", at.toLocaleTimeString());
+  time.dateTime = iso;
+  time.title = at.toLocaleString();
+  return time;
+}
+
+// "0:07", "1:02:03": a duration of whole seconds as a clock shows it.
+export function clock(seconds) {
+  const whole = Math.max(0, Math.floor(seconds));
+  const h = Math.floor(whole / 3600);
+  const m = Math.floor((whole % 3600) / 60);
+  const s = String(whole % 60).padStart(2, "0");
+  return h ? `${h}:${String(m).padStart(2, "0")}:${s}` : `${m}:${s}`;
+}
+
+export function newKey() {
+  if (crypto.randomUUID) return crypto.randomUUID();
+  // randomUUID needs a secure context; a key is any 1–200 visible ASCII characters.
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return Array.from(bytes, (byte) => byte.toString(16).padStart(2, "0")).join("");
+}
+
+export function cookie(name) {
+  const pair = document.cookie.split("; ").find((item) => item.startsWith(`${name}=`));
+  return pair ? decodeURIComponent(pair.slice(name.length + 1)) : "";
+}
+
+// Shared state of the page's parts.
+export const state = {
+  projectId: null,
+  threads: new Map(),
+  threadId: null,
+  signedOut: false,
+};

@@ -1,0 +1,149 @@
+"""`make screenshots`: PNGs of each Console view at 1440×900 and 390×844, light and dark, taken
+from a real server (the browser tests' own: `manage.py serve` on free ports, a database of its own,
+the fake model server) in Debian's Chromium.
+
+    python -m tests.console.screenshots [FOLDER]   (default docs/screenshots)
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from pathlib import Path
+
+from playwright.sync_api import Browser, Page, expect, sync_playwright
+
+from tests.console.assistant import MODEL_NAME, assistant_settings
+from tests.console.browser import LAUNCH_ARGS, require_chromium
+from tests.console.conftest import TIMEOUT_MS, sign_in
+from tests.console.pages import create_project, create_thread, send
+from tests.console.server import ROOT, LiveServer
+from tests.model_servers import FakeModel, serve_fake_model
+
+SIZES = {"desktop": (1440, 900), "phone": (390, 844)}
+REPLY = """Here is **the plan** for the release:
+
+1. Freeze the branch on *Monday*.
+2. Run the full suite and the benchmarks.
+3. Tag and publish.
+
+```
+make test && make bench
+```
+
+| step | owner |
+|------|-------|
+| freeze | ada |
+| publish | the assistant |
+
+Details in [the release notes](https://example.com/notes)."""
+STREAMING = " ".join(["Reading", "the", "thread", "and", "drafting", "an", "answer"] * 12)
+
+
+class Shooter:
+    def __init__(self, browser: Browser, server: LiveServer, model: FakeModel, folder: Path):
+        self.browser, self.server, self.model, self.folder = browser, server, model, folder
+
+    def page(self, size: str, *, dark: bool = False, listener: str = "human") -> Page:
+        width, height = SIZES[size]
+        context = self.browser.new_context(
+            viewport={"width": width, "height": height},
+            color_scheme="dark" if dark else "light",
+        )
+        context.set_default_timeout(TIMEOUT_MS)
+        page = context.new_page()
+        if listener == "tester":
+            page.goto(f"{self.server.tester_url}/")
+        else:
+            sign_in(page, self.server.human_url)
+        return page
+
+    def shoot(self, page: Page, name: str, size: str) -> None:
+        path = self.folder / f"{name}-{size}.png"
+        page.screenshot(path=str(path))
+        print(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path)
+
+    @staticmethod
+    def new_thread(page: Page, name: str) -> None:
+        """A new thread, from the list (on a phone the open thread hides it)."""
+        back = page.get_by_role("button", name="Back to the threads")
+        if back.is_visible():
+            back.click()
+        create_thread(page, name)
+
+    def answered_thread(self, page: Page, project: str) -> None:
+        self.model.content = REPLY
+        create_project(page, project)
+        create_thread(page, "Release plan")
+        send(page, "What is the plan for the release?")
+        expect(page.locator('[data-from="assistant"]')).to_have_count(1)
+
+    def views(self, size: str) -> None:
+        width, height = SIZES[size]
+        page = self.browser.new_page(viewport={"width": width, "height": height})
+        page.goto(f"{self.server.human_url}/signin")
+        self.shoot(page, "signin", size)
+        page.close()
+
+        for dark in (False, True):
+            page = self.page(size, dark=dark)
+            self.answered_thread(page, f"Launch {size}{' dark' if dark else ''}")
+            self.shoot(page, "human-dark" if dark else "human", size)
+            if size == "phone" and not dark:
+                self.shoot(page, "phone-conversation", size)
+                page.get_by_role("button", name="Back to the threads").click()
+                self.shoot(page, "phone-list", size)
+                page.get_by_role("tab", name="Trail").click()
+                self.shoot(page, "phone-trail", size)
+            page.context.close()
+
+        page = self.page(size, listener="tester")
+        self.answered_thread(page, f"Tester {size}")
+        self.shoot(page, "tester", size)
+
+        self.model.content, self.model.chunk_delay = STREAMING, 0.3
+        self.new_thread(page, "Streaming")
+        send(page, "Write me a long answer")
+        expect(page.locator(".message.draft")).to_contain_text("drafting an answer Reading")
+        self.shoot(page, "streaming", size)
+        page.get_by_role("button", name="Stop", exact=True).click()
+        expect(page.locator(".turn-state")).to_contain_text("Stopped")
+
+        self.model.chunk_delay, self.model.status = 0.0, 400
+        self.model.error_message = "the model 'console-model' does not exist"
+        self.new_thread(page, "Failed turn")
+        send(page, "Will this work?")
+        expect(page.locator('.turn-state[data-state="failed"]')).to_be_visible()
+        self.shoot(page, "failed", size)
+        self.model.status = 200
+        page.context.close()
+
+
+def main(folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    chromium = require_chromium()
+    with (
+        serve_fake_model(FakeModel(models=[MODEL_NAME])) as model,
+        tempfile.TemporaryDirectory() as scratch,
+    ):
+        workdir = Path(scratch)
+        server = LiveServer(
+            database_url=f"sqlite:///{workdir / 'screens.sqlite3'}",
+            workdir=workdir,
+            settings=assistant_settings(model.url),
+        )
+        server.prepare()
+        server.start()
+        try:
+            with sync_playwright() as playwright:
+                browser = playwright.chromium.launch(executable_path=chromium, args=LAUNCH_ARGS)
+                shooter = Shooter(browser, server, model, folder)
+                for size in SIZES:
+                    shooter.views(size)
+                browser.close()
+        finally:
+            server.stop()
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "docs" / "screenshots")

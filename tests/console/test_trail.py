@@ -1,0 +1,59 @@
+"""The trail's rows as the inbox contract shapes them (issue #15): claim-ended rows fold into
+their run's row, each row names its thread (a link for the actor's own), sends are labelled by
+the channel they came through ("via Console")."""
+
+from __future__ import annotations
+
+import re
+
+from playwright.sync_api import expect
+
+from tests.console.conftest import OpenConsole
+from tests.console.pages import (
+    create_project,
+    create_thread,
+    messages,
+    send,
+    trail,
+    unique,
+)
+from tests.model_servers import FakeModel
+
+
+def test_trail_folds_claim_rows_names_threads_and_labels_console_sends(
+    open_console: OpenConsole, model: FakeModel
+) -> None:
+    answer = unique("the answer")
+    model.content = answer
+    page = open_console("human")
+    create_project(page, unique("trail"))
+    name = unique("named")
+    create_thread(page, name)
+    body = unique("a turn")
+    send(page, body)
+    expect(messages(page).locator('[data-from="assistant"]')).to_have_count(1)
+    reply = trail(page).locator(".trail-row", has_text=f"assistant to human: {answer}")
+    run = reply.get_attribute("data-run")
+    claim = trail(page).locator(
+        f'.trail-row[data-run="{run}"]', has=page.locator(".trail-text", has_text="claim of")
+    )
+    turn = trail(page).locator(".trail-row", has_text=f"human to assistant: {body}")
+    expect(turn.locator(".meta")).to_contain_text("via Console · human · human-cli")
+    link = turn.get_by_role("link", name=name)
+    expect(link).to_have_attribute("href", re.compile(r"^#thread=\d+$"))
+
+    folded = reply.locator("details.folded")
+    expect(folded.locator("summary")).to_have_text("1 more row of this run")
+    expect(claim).to_have_attribute("data-kind", "claim.ended")
+    expect(claim).to_be_hidden()
+    expect(folded.locator("li")).to_be_hidden()
+    folded.locator("summary").click()
+    expect(folded.locator("li")).to_have_text(re.compile("^assistant to assistant: claim of "))
+    page.reload()  # the rows read back from the list fold the same way
+    expect(reply.locator("details.folded summary")).to_have_text("1 more row of this run")
+    expect(claim).to_be_hidden()
+
+    create_thread(page, unique("elsewhere"))
+    link.click()
+    expect(page.get_by_role("heading", name=name)).to_be_visible()
+    expect(messages(page).locator(".body").get_by_text(body, exact=True)).to_have_count(1)
