@@ -71,5 +71,11 @@ def page(view: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBas
 def console(request: HttpRequest) -> HttpResponse:
     """The Console page of the listener it is served on; its data comes from the chat API."""
     listener = getattr(request, "listener", "human")
-    context = {"listener": listener, "send_enabled": settings.MOSAIC_CONSOLE_SEND}
+    context = {
+        "listener": listener,
+        "send_enabled": settings.MOSAIC_CONSOLE_SEND,
+        # The fields' limits come from the broker's settings, never written again in a template.
+        "name_max": settings.MOSAIC_NAME_MAX,
+        "body_max": settings.MOSAIC_BODY_MAX,
+    }
     return render(request, "console.html", context)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from tests.listener_routes import routes
 from tests.listeners import HUMAN, ListenerClient
 
@@ -30,3 +32,20 @@ def test_page_and_schema_get_still_answer(human_client: ListenerClient) -> None:
     assert human_client.get("/").headers["content-type"].startswith("text/html")
     assert human_client.get("/signin").status_code == 200
     assert human_client.get("/api/schema").status_code == 200
+
+
+def test_console_page_fields_take_their_limits_from_settings(
+    human_client: ListenerClient, settings
+) -> None:
+    """STYLE 15: a field's `maxlength` is the broker's limit, never a number in a template."""
+    settings.MOSAIC_NAME_MAX = 37
+    settings.MOSAIC_BODY_MAX = 4321
+    page = human_client.get("/").content.decode()
+    limits = re.findall(r'id="([\w-]+)"[^>]*maxlength="(\d+)"', page)
+    assert dict(limits) == {
+        "project-name": "37",
+        "thread-search": "37",
+        "thread-name": "37",
+        "rename-name": "37",
+        "composer-body": "4321",
+    }

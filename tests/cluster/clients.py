@@ -85,7 +85,7 @@ class Api:
 @dataclass
 class Follower:
     """A live trail on one human listener, reconnecting after its last id with a short
-    back-off (console.js: 0.5 s doubling; shorter here to keep the test quick)."""
+    back-off (the Console's connection.js: 0.5 s doubling; shorter here to keep the test quick)."""
 
     ws_url: str
     origin: str
