@@ -77,6 +77,10 @@ class guard_lifted:
 
     def __exit__(self, *exc):
         with self.connection.cursor() as cursor:
+            if self.connection.vendor == "postgresql":
+                # The updates queued the deferred foreign-key checks; PostgreSQL alters no table
+                # with trigger events pending, so they run now, before the guard comes back.
+                cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
             for statement in self.restore:
                 cursor.execute(statement)
         return False
