@@ -14,7 +14,7 @@ import json
 import os
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,14 +22,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.typing import Origin
 
 from tests.console.api import LiveApi
-from tests.console.server import (
-    HUMAN_USERNAME,
-    PASSWORD,
-    LiveServer,
-    create_scratch_database,
-    drop_scratch_database,
-    is_postgres,
-)
+from tests.console.server import HUMAN_USERNAME, PASSWORD, LiveServer, serving
 
 # Generous: a wait ends as soon as what it waits for arrives.
 WAIT_SECONDS = 120.0
@@ -39,46 +32,19 @@ QUIET_SECONDS = 0.5
 Frame = dict[str, Any]
 
 
-@dataclass
-class ServeWithModel(LiveServer):
-    """`manage.py serve` whose runner's reply backend is set by `model_environment`."""
-
-    model_environment: dict[str, str] = field(default_factory=dict)
-
-    def environment(self) -> dict[str, str]:
-        environment = super().environment()
-        environment.update(self.model_environment)
-        return environment
-
-
 @contextmanager
 def serve_with_model(
     workdir: Path, model_environment: dict[str, str], *, business_file: str | None = None
-) -> Iterator[ServeWithModel]:
-    """`manage.py serve` on free ports over a database of its own (a scratch PostgreSQL
-    database on a PostgreSQL run), with the demo business, reloaded from `business_file`'s
-    text when given, until the block ends."""
-    test_url = os.environ.get("DATABASE_URL", "")
-    scratch = f"mosaic_end_to_end_{os.getpid()}"
-    if is_postgres(test_url):
-        database_url = create_scratch_database(test_url, scratch)
-    else:
-        database_url = f"sqlite:///{workdir / 'end_to_end.sqlite3'}"
-    server = ServeWithModel(
-        database_url=database_url, workdir=workdir, model_environment=model_environment
-    )
-    try:
-        server.prepare()
-        if business_file is not None:
-            path = workdir / "business.toml"
-            path.write_text(business_file)
-            server.manage("loadbusiness", str(path))
-        server.start()
+) -> Iterator[LiveServer]:
+    """`manage.py serve` (see `serving`) whose runner's reply backend is set by
+    `model_environment`, with the demo business reloaded from `business_file` when given."""
+    with serving(
+        workdir,
+        f"mosaic_end_to_end_{os.getpid()}",
+        settings=model_environment,
+        business_file=business_file,
+    ) as server:
         yield server
-    finally:
-        server.stop()
-        if is_postgres(test_url):
-            drop_scratch_database(test_url, scratch)
 
 
 class Side:

@@ -12,9 +12,9 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from tests.console.server import LiveServer
 from tests.end_to_end import (
     Frame,
-    ServeWithModel,
     Side,
     assert_stopped_without_reply,
     assert_streamed_then_landed,
@@ -46,9 +46,7 @@ def replied_on(*threads: int) -> Callable[[list[Frame]], bool]:
 
 
 @pytest.fixture(scope="module")
-def server(
-    litellm: LiteLLMPeer, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[ServeWithModel]:
+def server(litellm: LiteLLMPeer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     environment = {
         "MOSAIC_ASSISTANT_BACKEND": "openai",
         "MOSAIC_ASSISTANT_BASE_URL": litellm.proxy.url,
@@ -62,7 +60,7 @@ def server(
 
 
 @pytest.fixture
-def sides(server: ServeWithModel) -> Iterator[tuple[Side, Side]]:
+def sides(server: LiveServer) -> Iterator[tuple[Side, Side]]:
     human, tester = Side.human(server), Side.tester(server)
     yield human, tester
     human.close()

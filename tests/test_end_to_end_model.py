@@ -17,8 +17,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.console.server import LiveServer
 from tests.end_to_end import (
-    ServeWithModel,
     Side,
     assert_stopped_without_reply,
     assert_streamed_then_landed,
@@ -83,9 +83,7 @@ def llama(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
 
 
 @pytest.fixture(scope="module")
-def server(
-    llama: LlamaServer, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[ServeWithModel]:
+def server(llama: LlamaServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     environment = {
         "MOSAIC_ASSISTANT_BACKEND": "openai",
         "MOSAIC_ASSISTANT_BASE_URL": llama.url,
@@ -104,7 +102,7 @@ def server(
 
 
 @pytest.fixture
-def sides(server: ServeWithModel) -> Iterator[tuple[Side, Side]]:
+def sides(server: LiveServer) -> Iterator[tuple[Side, Side]]:
     human, tester = Side.human(server), Side.tester(server)
     yield human, tester
     human.close()

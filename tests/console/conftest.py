@@ -13,14 +13,7 @@ from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 from tests.console.assistant import MODEL_NAME, assistant_settings
 from tests.console.browser import LAUNCH_ARGS, require_chromium
-from tests.console.server import (
-    HUMAN_USERNAME,
-    PASSWORD,
-    LiveServer,
-    create_scratch_database,
-    drop_scratch_database,
-    is_postgres,
-)
+from tests.console.server import HUMAN_USERNAME, PASSWORD, LiveServer, serving
 from tests.model_servers import FakeModel, serve_fake_model
 
 TIMEOUT_MS = 10_000
@@ -71,26 +64,12 @@ def console_server(
 ) -> Iterator[LiveServer]:
     """`manage.py serve` over a database of its own, migrated and with the demo business, its
     assistant answered by the tests' model server."""
-    workdir = tmp_path_factory.mktemp("console")
-    test_url = os.environ.get("DATABASE_URL", "")
-    scratch = f"mosaic_console_{os.getpid()}"
-    if is_postgres(test_url):
-        database_url = create_scratch_database(test_url, scratch)
-    else:
-        database_url = f"sqlite:///{workdir / 'console.sqlite3'}"
-    server = LiveServer(
-        database_url=database_url,
-        workdir=workdir,
+    with serving(
+        tmp_path_factory.mktemp("console"),
+        f"mosaic_console_{os.getpid()}",
         settings=assistant_settings(model_server.url),
-    )
-    try:
-        server.prepare()
-        server.start()
+    ) as server:
         yield server
-    finally:
-        server.stop()
-        if is_postgres(test_url):
-            drop_scratch_database(test_url, scratch)
 
 
 @pytest.fixture(scope="package")

@@ -17,7 +17,7 @@ from tests.console.assistant import MODEL_NAME, assistant_settings
 from tests.console.browser import LAUNCH_ARGS, require_chromium
 from tests.console.conftest import TIMEOUT_MS, sign_in
 from tests.console.pages import create_project, create_thread, send
-from tests.console.server import ROOT, LiveServer
+from tests.console.server import ROOT, LiveServer, serving
 from tests.model_servers import FakeModel, serve_fake_model
 
 SIZES = {"desktop": (1440, 900), "phone": (390, 844)}
@@ -125,24 +125,14 @@ def main(folder: Path) -> None:
     with (
         serve_fake_model(FakeModel(models=[MODEL_NAME])) as model,
         tempfile.TemporaryDirectory() as scratch,
+        serving(Path(scratch), "screens", settings=assistant_settings(model.url)) as server,
+        sync_playwright() as playwright,
     ):
-        workdir = Path(scratch)
-        server = LiveServer(
-            database_url=f"sqlite:///{workdir / 'screens.sqlite3'}",
-            workdir=workdir,
-            settings=assistant_settings(model.url),
-        )
-        server.prepare()
-        server.start()
-        try:
-            with sync_playwright() as playwright:
-                browser = playwright.chromium.launch(executable_path=chromium, args=LAUNCH_ARGS)
-                shooter = Shooter(browser, server, model, folder)
-                for size in SIZES:
-                    shooter.views(size)
-                browser.close()
-        finally:
-            server.stop()
+        browser = playwright.chromium.launch(executable_path=chromium, args=LAUNCH_ARGS)
+        shooter = Shooter(browser, server, model, folder)
+        for size in SIZES:
+            shooter.views(size)
+        browser.close()
 
 
 if __name__ == "__main__":

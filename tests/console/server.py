@@ -12,6 +12,8 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -189,3 +191,40 @@ class LiveServer:
         if not self.log_path.exists():
             return ""
         return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+
+
+@contextmanager
+def serving(
+    workdir: Path,
+    scratch: str,
+    *,
+    settings: dict[str, str] | None = None,
+    serve_arguments: tuple[str, ...] = (),
+    business_file: str | None = None,
+) -> Iterator[LiveServer]:
+    """`manage.py serve` on free ports over a database of its own — a file in `workdir`, or the
+    scratch PostgreSQL database `scratch` on a PostgreSQL run, dropped after — migrated, with the
+    demo business (reloaded from `business_file`'s text when given), until the block ends."""
+    test_url = os.environ.get("DATABASE_URL", "")
+    if is_postgres(test_url):
+        database_url = create_scratch_database(test_url, scratch)
+    else:
+        database_url = f"sqlite:///{workdir / (scratch + '.sqlite3')}"
+    server = LiveServer(
+        database_url=database_url,
+        workdir=workdir,
+        settings=dict(settings or {}),
+        serve_arguments=serve_arguments,
+    )
+    try:
+        server.prepare()
+        if business_file is not None:
+            path = workdir / "business.toml"
+            path.write_text(business_file)
+            server.manage("loadbusiness", str(path))
+        server.start()
+        yield server
+    finally:
+        server.stop()
+        if is_postgres(test_url):
+            drop_scratch_database(test_url, scratch)

@@ -9,42 +9,14 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.console.api import LiveApi
-from tests.console.server import (
-    HUMAN_USERNAME,
-    PASSWORD,
-    LiveServer,
-    create_scratch_database,
-    drop_scratch_database,
-    is_postgres,
-)
+from tests.console.server import HUMAN_USERNAME, PASSWORD, LiveServer, serving
 
 WAIT_SECONDS = 30.0
-
-
-@contextmanager
-def serving(workdir: Path, scratch: str, *serve_arguments: str) -> Iterator[LiveServer]:
-    """`manage.py serve` over a new database (a file, or a scratch PostgreSQL database when the
-    suite runs on PostgreSQL), migrated, with the demo business."""
-    test_url = os.environ.get("DATABASE_URL", "")
-    if is_postgres(test_url):
-        database_url = create_scratch_database(test_url, scratch)
-    else:
-        database_url = f"sqlite:///{workdir / 'suites.sqlite3'}"
-    server = LiveServer(database_url=database_url, workdir=workdir, serve_arguments=serve_arguments)
-    try:
-        server.prepare()
-        server.start()
-        yield server
-    finally:
-        server.stop()
-        if is_postgres(test_url):
-            drop_scratch_database(test_url, scratch)
 
 
 @dataclass
@@ -126,5 +98,8 @@ def silent_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     """A server with no runner: no turn is ever answered."""
     workdir = tmp_path_factory.mktemp("silent")
     scratch = f"mosaic_silent_{os.getpid()}"
-    with serving(workdir, scratch, "--no-runner") as server, served(server, answered=False) as live:
+    with (
+        serving(workdir, scratch, serve_arguments=("--no-runner",)) as server,
+        served(server, answered=False) as live,
+    ):
         yield live
