@@ -50,6 +50,9 @@ def test_trail_folds_claim_rows_names_threads_and_labels_console_sends(
     folded.locator("summary").click()
     expect(folded.locator("li")).to_have_text(re.compile("^assistant to assistant: claim of "))
     page.reload()  # the rows read back from the list fold the same way
+    # Start-up reopens the address's thread; a reader acts once it is open again.
+    expect(page.get_by_role("heading", name=name)).to_be_visible()
+    expect(page.locator("#thread-status")).to_have_text("live")
     expect(reply.locator("details.folded summary")).to_have_text("1 more row of this run")
     expect(claim).to_be_hidden()
 
