@@ -58,10 +58,13 @@ MUTANTS = (
         "broker/selectors.py",
         (
             (
-                "project__business_id=actor.business_id, owner=policy.owner(actor)",
-                "project__business_id=actor.business_id, owner=F('project__business__human')",
+                "owner=policy.owner(actor),\n            archived_at__isnull=not archived,",
+                "owner=F('project__business__human'),\n            archived_at__isnull=not archived,",
             ),
-            ("from django.db.models import Model,", "from django.db.models import F, Model,"),
+            (
+                "from django.db.models import Count, Model,",
+                "from django.db.models import Count, F, Model,",
+            ),
         ),
         suspects=("tests/broker/test_reads.py",),
     ),
