@@ -334,6 +334,14 @@ class Message(models.Model):
         indexes = [
             models.Index(fields=["business", "to_role", "id"], name="message_inbox"),
             models.Index(fields=["thread", "id"], name="message_thread"),
+            # A thread's unread count (the inbox): the messages no person wrote, after the read
+            # mark. Only replies and notices are in it, so counting a thread's unread reads
+            # those, not every turn its owner sent.
+            models.Index(
+                fields=["thread", "id"],
+                condition=~Q(from_role__in=RESERVED_ADDRESSES),
+                name="message_unread",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -286,6 +286,7 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 
 LANGUAGE_CODE = "en-us"
+# Every shape writes times in UTC (SPEC §6; `chat.api.shapes.iso_time`).
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True

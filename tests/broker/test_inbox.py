@@ -4,6 +4,7 @@ the trail's kinds and channels."""
 from __future__ import annotations
 
 import pytest
+from django.db import connection
 
 from broker import actions, fields, refusals, selectors
 from broker.actors import Actor
@@ -165,6 +166,30 @@ def test_unread_counts_what_the_other_end_sent_after_the_mark_per_side(
     marked = actions.mark_read(human, thread_id=mine.pk, up_to=answer.pk)
     assert (marked.unread, marked.read_up_to) == (1, answer.pk)
     assert (listed(human)["mine"].unread, listed(tester)["probe"].unread) == (1, 1)
+
+
+def unread_plan(owner: str) -> str:
+    """How the database answers the thread list's unread count (its query plan, as text)."""
+    threads = selectors.with_inbox(Thread.objects.filter(owner=owner))
+    sql, params = threads.query.sql_with_params()
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            # Empty tables: a sequential scan would win whatever indexes there are.
+            cursor.execute("SET LOCAL enable_seqscan = off")
+            cursor.execute("EXPLAIN " + sql, params)
+        else:
+            cursor.execute("EXPLAIN QUERY PLAN " + sql, params)
+        return " ".join(str(row) for row in cursor.fetchall())
+
+
+@pytest.mark.parametrize("owner", ["ada", "tester"])
+def test_unread_count_reads_only_the_messages_no_person_wrote(
+    human: Actor, owner: str, mine: Thread, probe: Thread
+) -> None:
+    """P4: the count is answered by the partial index of replies and notices, so a thread of
+    ten thousand turns of its owner costs the list no more than a quiet one. A query that says
+    "not the owner's side" with parameters would read every message after the mark."""
+    assert "message_unread" in unread_plan(owner)
 
 
 def test_mark_read_moves_only_forward_and_writes_no_trail_row(human: Actor, mine: Thread) -> None:

@@ -86,13 +86,15 @@ def test_planned_reading_covers_the_fields_that_matter(rows) -> None:
     assert any(m["class"] == "RESULT" and m["finish_reason"] == "length" for m in shown)
 
 
-def test_planned_reading_follows_the_current_time_zone(rows) -> None:
-    """Times are written in the current time zone, as DRF writes them (`Z` only for UTC)."""
+def test_times_are_written_in_utc_whatever_the_current_time_zone(rows) -> None:
+    """SPEC §6: times are ISO 8601 UTC — what DRF writes under the settings' zone, also when
+    code runs with another zone active."""
     shape, instance = next((s, i) for s, i in rows if s is shapes.MessageOut)
+    expected = drf_reading(shape, instance)
     with timezone.override("Europe/Paris"):
         shown = shape(instance).data
-        assert shown == drf_reading(shape, instance)
-    assert not shown["created_at"].endswith("Z")
+    assert shown == expected
+    assert shown["created_at"].endswith("Z")
 
 
 def test_a_page_is_planned_once_per_shape(rows) -> None:
