@@ -265,7 +265,8 @@ if REDIS_URL:
         }
     }
 else:
-    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    # One process, the embedded default: Channels' in-memory layer, swept less often.
+    CHANNEL_LAYERS = {"default": {"BACKEND": "mosaic.layers.InMemoryChannelLayer"}}
 
 # The cache holds the sign-in throttle's counters. Several listener processes must share them,
 # so with Redis (which the channel layer already needs there) the cache is Redis too; the

@@ -39,7 +39,7 @@ def test_stopped_runner_is_woken_here_no_more() -> None:
 
 def test_nudges_listen_only_where_the_layer_reaches_other_processes(settings) -> None:
     """An in-memory layer reaches no other process: nothing to listen to."""
-    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "mosaic.layers.InMemoryChannelLayer"}}
     assert LayerNudges(lambda: None).start() is False
 
 
