@@ -1,11 +1,14 @@
-"""Fail closed at start-up: no listener or long-running command starts on a refused business,
-or on a database missing any of its guards.
+"""Start-up of the listeners and long-running commands.
 
-System checks do not run under an ASGI server, so the ASGI module and long-running commands
-call `refuse_invalid_businesses` (R4, R5) and `refuse_unguarded_database` (SPEC §3) themselves.
+They fail closed: none starts on a refused business, or on a database missing any of its
+guards. System checks do not run under an ASGI server, so the ASGI module and long-running
+commands call `refuse_invalid_businesses` (R4, R5) and `refuse_unguarded_database` (SPEC §3)
+themselves. Once started, they call `started` before serving anything.
 """
 
 from __future__ import annotations
+
+import gc
 
 from django.core.exceptions import ImproperlyConfigured
 from django.db import connection
@@ -35,3 +38,12 @@ def refuse_unguarded_database() -> None:
             + "; ".join(absent)
             + ". Run `manage.py migrate`, which installs them."
         )
+
+
+def started() -> None:
+    """Move everything start-up made (Django, the apps, the listeners or the runner) out of the
+    garbage collector's reach: it lives as long as the process. A full collection then walks
+    only what was made since. Without this, each full collection of a listener walked some
+    140,000 start-up objects: 80–90 ms with every request of the process waiting; with it, 4–6
+    ms."""
+    gc.freeze()

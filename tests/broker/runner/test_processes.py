@@ -119,6 +119,31 @@ def test_runassistant_refused_business_stored_refuses_to_start(business: Busines
         call_command("runassistant")
 
 
+def test_runassistant_settles_its_start_up_before_the_runner_starts(
+    business: Business, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`started` (the start-up's objects out of the collector's reach) runs once the command
+    has checked everything, before the runner takes its first turn."""
+    calls: list[str] = []
+    command = "broker.management.commands.runassistant"
+    monkeypatch.setattr(f"{command}.started", lambda: calls.append("started"))
+
+    class Runner:
+        def __init__(self, **kwargs: object) -> None:
+            pass
+
+        def start(self) -> None:
+            calls.append("runner started")
+            raise ImproperlyConfigured("stops the command here")
+
+    monkeypatch.setattr(f"{command}.Runner", Runner)
+    # The command's own SIGINT and SIGTERM handlers must not outlive it in this process.
+    monkeypatch.setattr(f"{command}.signal.signal", lambda *args: None)
+    with pytest.raises(CommandError, match="stops the command here"):
+        call_command("runassistant")
+    assert calls == ["started", "runner started"]
+
+
 @pytest.mark.django_db(transaction=True)
 def test_runassistant_process_answers_then_sigterm_exits_cleanly(
     human: Actor, tester: Actor, runner_process
