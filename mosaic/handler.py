@@ -15,6 +15,11 @@ the database never sees more of them than there are workers and pool slots.
 Admission is bounded too: a request that finds every worker busy waits at most
 `MOSAIC_HTTP_QUEUE_SECONDS` on the event loop, where waiting costs neither a thread nor a
 connection, and is then answered 503 `unavailable` with `Retry-After`, having touched nothing.
+That wait is for bursts. Once no request has found a worker free for `SUSTAINED_AFTER` seconds
+the overload is sustained, and a request waits at most `SUSTAINED_WAIT`: a full wait per request
+would keep a second of work queued for as long as the overload lasts, which the server then
+owes when it ends (about four seconds of slow answers at half capacity, P7) instead of serving
+the requests that come after.
 """
 
 from __future__ import annotations
@@ -53,34 +58,67 @@ class Workers(Protocol):
     async def run(self, func: Callable[..., T], /, *args: Any) -> T: ...
 
 
+# The overload is sustained once no request found a worker free for this long; from then on a
+# request waits at most SUSTAINED_WAIT, until one finds a worker free again.
+SUSTAINED_AFTER = 1.0
+SUSTAINED_WAIT = 0.1
+
+
+class Admission:
+    """A loop's way in to the workers: their free slots, and when a request last found one."""
+
+    def __init__(self, size: int, now: float) -> None:
+        self.slots = asyncio.Semaphore(size)
+        self.free_at = now
+
+
 class WorkerPool:
     """`size` long-lived threads, and admission to them from the event loop.
 
     The executor's thread count is the hard bound on concurrent request work (and so on
     database connections); the per-loop semaphore lets a request wait for a free worker on the
-    loop, up to `wait` seconds, instead of in the executor's unbounded queue.
+    loop, up to `wait` seconds (`sustained_wait` in a sustained overload), instead of in the
+    executor's unbounded queue.
     """
 
-    def __init__(self, *, size: int, wait: float) -> None:
+    def __init__(
+        self,
+        *,
+        size: int,
+        wait: float,
+        sustained_after: float = SUSTAINED_AFTER,
+        sustained_wait: float = SUSTAINED_WAIT,
+    ) -> None:
         self.size = size
         self.wait = wait
+        self.sustained_after = sustained_after
+        self.sustained_wait = min(sustained_wait, wait)
         self._executor = ThreadPoolExecutor(max_workers=size, thread_name_prefix="mosaic-http")
-        self._slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
+        self._admissions: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Admission] = (
             weakref.WeakKeyDictionary()
         )
 
-    def _slots_of(self, loop: asyncio.AbstractEventLoop) -> asyncio.Semaphore:
-        slots = self._slots.get(loop)
-        if slots is None:
-            slots = self._slots[loop] = asyncio.Semaphore(self.size)
-        return slots
+    def _admission_of(self, loop: asyncio.AbstractEventLoop) -> Admission:
+        admission = self._admissions.get(loop)
+        if admission is None:
+            admission = self._admissions[loop] = Admission(self.size, loop.time())
+        return admission
+
+    def _wait_for(self, admission: Admission, now: float) -> float:
+        """How long a request arriving now may wait for a worker."""
+        if not admission.slots.locked():
+            admission.free_at = now
+            return self.wait
+        sustained = now - admission.free_at > self.sustained_after
+        return self.sustained_wait if sustained else self.wait
 
     async def run(self, func: Callable[..., T], /, *args: Any) -> T:
         """`func(*args)` on a worker; `Overloaded` when none came free in time."""
         loop = asyncio.get_running_loop()
-        slots = self._slots_of(loop)
+        admission = self._admission_of(loop)
+        slots = admission.slots
         try:
-            async with asyncio.timeout(self.wait):
+            async with asyncio.timeout(self._wait_for(admission, loop.time())):
                 await slots.acquire()
         except TimeoutError:
             raise Overloaded from None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -110,6 +111,63 @@ def test_pool_busy_past_its_wait_refuses_overloaded_and_frees_the_slot_after() -
     refused, after = async_to_sync(scenario)()
     assert refused
     assert after == "ran"
+
+
+async def waited(pool: WorkerPool) -> tuple[bool, float]:
+    """Whether a call was refused `Overloaded`, and how long it took to find out."""
+    began = time.monotonic()
+    try:
+        await pool.run(lambda: None)
+    except Overloaded:
+        return True, time.monotonic() - began
+    return False, time.monotonic() - began
+
+
+def test_pool_in_a_sustained_overload_refuses_after_the_short_wait() -> None:
+    """Once no call has found a worker free for `sustained_after`, a call waits only
+    `sustained_wait`: the queue an overload builds stays short, and so does what the server
+    owes when the overload ends. A burst (a worker was free a moment ago) waits the full wait."""
+    pool = WorkerPool(size=1, wait=2.0, sustained_after=0.3, sustained_wait=0.05)
+    release = threading.Event()
+
+    async def scenario() -> tuple[tuple[bool, float], tuple[bool, float]]:
+        holder = asyncio.ensure_future(pool.run(release.wait, 5))  # found the worker free
+        await asyncio.sleep(0.05)
+        burst = asyncio.ensure_future(waited(pool))
+        await asyncio.sleep(0.4)
+        sustained = await waited(pool)
+        assert not burst.done(), "a call of a burst waits the full wait"
+        release.set()
+        await holder
+        return await burst, sustained
+
+    burst, sustained = async_to_sync(scenario)()
+    assert burst[0] is False  # it got the worker when the holder let go
+    assert sustained[0] is True and sustained[1] < 0.5
+
+
+def test_pool_after_a_sustained_overload_waits_the_full_wait_again() -> None:
+    """A call that finds a worker free ends the sustained overload."""
+    pool = WorkerPool(size=1, wait=0.4, sustained_after=0.1, sustained_wait=0.02)
+    release = threading.Event()
+
+    async def scenario() -> tuple[bool, float]:
+        holder = asyncio.ensure_future(pool.run(release.wait, 5))
+        await asyncio.sleep(0.2)
+        assert (await waited(pool))[1] < 0.2  # sustained: the short wait
+        release.set()
+        await holder
+        await pool.run(lambda: None)  # finds the worker free
+        release.clear()
+        holder = asyncio.ensure_future(pool.run(release.wait, 5))
+        await asyncio.sleep(0.05)
+        result = await waited(pool)
+        release.set()
+        await holder
+        return result
+
+    refused, took = async_to_sync(scenario)()
+    assert refused and took >= 0.35
 
 
 def test_pool_slot_stays_taken_while_cancelled_work_still_runs() -> None:
