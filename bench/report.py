@@ -12,6 +12,64 @@ HEADER = (
 )
 
 
+# For a section with a missed target: what would close it, as the profiles and the code show it
+# (by the section key's longest matching start). Kept here, beside the rendering, so that every
+# run writes it under the miss; rewrite a sentence when the work it names is done.
+WHAT_WOULD_CLOSE = {
+    "P1 PostgreSQL": (
+        "A send on PostgreSQL is a transaction of five statements besides BEGIN and COMMIT "
+        "(pinned in tests/broker/test_query_counts.py) against the baseline's one autocommitted "
+        "insert, and the two workers wait out each round trip; sending the transaction's "
+        "statements as one pipeline (psycopg's pipeline mode), or folding the stream lock and "
+        "the two inserts into one statement, would remove most of those waits."
+    ),
+    "P1c PostgreSQL": (
+        "The same round trips as P1: psycopg's cost per statement, paid five times per send "
+        "against the baseline's once; one pipelined or combined statement would close it."
+    ),
+    "P2": (
+        "A row reaches the Console after the send's own transaction (P1) and then a read by the "
+        "socket after its nudge. The stream lock already commits a business's rows in id "
+        "order, so a nudge could carry the row and the id before it, and a socket whose cursor "
+        "is that id could send the row without the read."
+    ),
+    "P3": (
+        "Each socket still costs its own consumer task, channel-layer message and WebSocket "
+        "write, about half a millisecond on this CPU, and on Redis the process's receive loop "
+        "takes one message per round trip; a fan-out per process (one group membership and "
+        "one read per stream, the frame written to every local socket) would leave one write "
+        "per socket."
+    ),
+    "P4": (
+        "The fixed cost of a request is most of it: the 10-thread list takes 10 ms, and the ORM "
+        "compiling the list's query (three subqueries) is about 2 ms of that; compiling that "
+        "query once per shape of list, and reading the instance's name instead of the "
+        "instance, would bring the big list to the small one's figure."
+    ),
+    "P5 concurrency": (
+        "Not worked on under the performance issue (P5 is issue 7's): two runners replying no "
+        "faster than one points to a shared bottleneck — the model stand-in, the business's "
+        "stream lock that every reply takes, or the CPU the runners share — which a profile of "
+        "both runners under this load would tell apart."
+    ),
+    "P5 offline": (
+        "The bus's share is a send, a claim and a reply's two inserts; the runner waits for a "
+        "nudge, so what remains is those transactions on the loaded server."
+    ),
+    "P7": (
+        "The overload itself holds: every send answered within 5 s, no connection exhaustion, "
+        "nothing lost, and with the short wait of a sustained overload the queue drains within "
+        "a second of the drop. What remains are stalls of several hundred milliseconds at half "
+        "capacity, the same as P2's tail on PostgreSQL: closing P1 and P2 there closes this."
+    ),
+}
+
+
+def what_would_close(key: str) -> str | None:
+    starts = [start for start in WHAT_WOULD_CLOSE if key.startswith(start)]
+    return WHAT_WOULD_CLOSE[max(starts, key=len)] if starts else None
+
+
 def verdict(what: str, value: float, limit: float, higher: bool) -> dict[str, Any]:
     """A figure against its target: `higher` means at least `limit`, else at most."""
     if math.isnan(value):
@@ -104,6 +162,9 @@ def render(
             lines.append(f"- {mark(item['met'])}: {item['text']}")
         if section.get("note"):
             lines += ["", section["note"]]
+        closing = what_would_close(section["key"])
+        if closing and any(item["met"] is False for item in section["verdicts"]):
+            lines += ["", f"What would close it: {closing}"]
         profile = section.get("profile")
         if profile:
             lines += [
