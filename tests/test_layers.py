@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from channels.layers import get_channel_layer
@@ -15,7 +19,25 @@ def run(coroutine):
 
 
 def test_the_embedded_default_is_this_layer() -> None:
-    assert isinstance(get_channel_layer(), InMemoryChannelLayer)
+    """Without REDIS_URL the settings choose this layer (read in a process of its own, since
+    this one may run on Redis)."""
+    environment = {name: value for name, value in os.environ.items() if name != "REDIS_URL"}
+    environment["DJANGO_SETTINGS_MODULE"] = "mosaic.settings"
+    read = "from django.conf import settings; print(settings.CHANNEL_LAYERS['default']['BACKEND'])"
+    done = subprocess.run(
+        [sys.executable, "-c", read],
+        cwd=Path(__file__).resolve().parent.parent,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.stdout.split() == ["mosaic.layers.InMemoryChannelLayer"], done.stderr
+
+
+def test_the_layer_in_use_is_this_one_unless_redis_is_configured() -> None:
+    layer = get_channel_layer()
+    assert isinstance(layer, InMemoryChannelLayer) is not bool(os.environ.get("REDIS_URL"))
 
 
 def test_group_send_reaches_every_member_once_each() -> None:
