@@ -61,10 +61,6 @@ MUTANTS = (
                 "owner=policy.owner(actor),\n            archived_at__isnull=not archived,",
                 "owner=F('project__business__human'),\n            archived_at__isnull=not archived,",
             ),
-            (
-                "from django.db.models import Count, Model,",
-                "from django.db.models import Count, F, Model,",
-            ),
         ),
         suspects=("tests/broker/test_reads.py",),
     ),
