@@ -88,8 +88,12 @@ async def _deliver(layer: BaseChannelLayer, group: str, message: dict[str, objec
 
 def push_after_commit(group: str, *, type: str, row_id: int) -> None:
     """Nudge `group` about row `row_id` once the current transaction commits."""
+    # The group's name rides along: one channel of each process follows many groups
+    # (`chat.fan_out`).
     transaction.on_commit(
-        lambda: _send(group, {"type": type, "id": row_id}, layer=get_channel_layer())
+        lambda: _send(
+            group, {"type": type, "id": row_id, "group": group}, layer=get_channel_layer()
+        )
     )
 
 

@@ -1,12 +1,12 @@
 """Live streams of the Console: the trail and one thread's messages (SPEC §6, L7).
 
 The database is the record and a push is only a nudge (`broker.events`): on connect a consumer
-joins its group first and then reads every row after the client's `after` cursor; each nudge
-reads again after the last id it sent. So rows arrive in id order, none twice, and a dropped or
-reordered push loses nothing. Sockets of one process showing the same stream to the same actor
-share each read (`chat.shared_reads`). Every read goes through the broker's own verbs, with the
-actor the listener bound (L5), so the owner check (R1) and the trail's scoping (R20) hold here as
-they do over HTTP.
+follows its group first (through the process's one membership, `chat.fan_out`) and then reads
+every row after the client's `after` cursor; each nudge reads again after the last id it sent.
+So rows arrive in id order, none twice, and a dropped or reordered push loses nothing. Sockets
+of one process showing the same stream to the same actor share each read (`chat.shared_reads`).
+Every read goes through the broker's own verbs, with the actor the listener bound (L5), so the
+owner check (R1) and the trail's scoping (R20) hold here as they do over HTTP.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import hashlib
 import json
 import logging
 import weakref
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
 from functools import partial
 from typing import Any
 
@@ -33,6 +33,7 @@ from broker.refusals import Refusal
 from chat.api import shapes
 from chat.api.parsers import load_json
 from chat.errors import close_code
+from chat.fan_out import fan_out_of_this_loop, fan_outs_of_this_loop
 from chat.session_checks import SharedSignInChecks, sign_in_of
 from chat.shared_reads import Frames, SharedReads, tick
 
@@ -111,7 +112,9 @@ class StreamConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
             return
         self.wanted = asyncio.Event()
         self.sign_in = sign_in_of(self.scope) if self.listener == "human" else None
-        self.groups_joined = [self.group_name(), *self.session_groups()]
+        self.fan_out = fan_out_of_this_loop(self.channel_layer)
+        await self.fan_out.follow(self.group_name(), self)
+        self.groups_joined = self.session_groups()
         for group in self.groups_joined:
             await self.channel_layer.group_add(group, self.channel_name)
         await self.accept()
@@ -124,6 +127,8 @@ class StreamConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
 
     async def disconnect(self, code: int) -> None:
         resync_of_this_loop().sockets.discard(self)
+        if hasattr(self, "fan_out"):
+            self.fan_out.unfollow(self.group_name(), self)
         for group in getattr(self, "groups_joined", []):
             await self.channel_layer.group_discard(group, self.channel_name)
         sender = getattr(self, "sender", None)
@@ -131,8 +136,9 @@ class StreamConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
             sender.cancel()
 
     async def resync(self) -> bool:
-        """Renew the group memberships and read once more; False when the layer failed (the
-        socket then closes `unavailable`, and its client reconnects after its last id)."""
+        """Renew the socket's own group memberships (its stream's the process renews, in
+        `Resync`) and read once more; False when the layer failed (the socket then closes
+        `unavailable`, and its client reconnects after its last id)."""
         try:
             for group in self.groups_joined:
                 await self.channel_layer.group_add(group, self.channel_name)
@@ -248,16 +254,13 @@ class StreamConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
         self.nudged_id = max(self.nudged_id, self.last_id + 1 if row_id is None else row_id)
         self.wanted.set()
 
-    async def nudge(self, event: dict[str, Any]) -> None:
-        self.want_read(int(event.get("id", 0)))
-
-    # Channel-layer message types (`broker.events`) map to handler names with `.` as `_`.
-    trail_nudge = nudge
-    thread_nudge = nudge
-
-    async def turn_nudge(self, event: dict[str, Any]) -> None:
-        """A turn's reply state or draft changed (SPEC §7.1): read once more."""
-        self.want_read()
+    def hear(self, message: Mapping[str, Any]) -> None:
+        """A nudge to the socket's stream, handed on by the process (`chat.fan_out`): a new
+        row, or (`turn.nudge`) a turn whose reply state or draft changed (SPEC §7.1)."""
+        if message.get("type") == events.TURN_NUDGE:
+            self.want_read()
+        else:
+            self.want_read(int(message.get("id", 0)))
 
     async def session_ended(self, event: dict[str, Any]) -> None:
         await self.close(code=close_code(refusals.NOT_AUTHENTICATED))
@@ -290,7 +293,8 @@ class Resync:
 
     A channel layer can forget a membership — Redis restarted without persistence forgets them
     all, and every layer lets one lapse after its group expiry — and a socket left out of its
-    group would hear no nudge again, though its connection lives on. The database forgets
+    group would hear no nudge again, though its connection lives on. The process's memberships
+    for the streams (`chat.fan_out`) are renewed first, then each socket's own. The database forgets
     nothing, so a read after the renewal sends whatever the socket missed. Sockets that show one
     stream from one cursor share that read (`chat.shared_reads`): an idle process makes one read
     per stream per period, not one per socket.
@@ -309,7 +313,15 @@ class Resync:
         while self.sockets:
             await asyncio.sleep(RESYNC_SECONDS)
             sockets = list(self.sockets)
-            failed = [socket for socket in sockets if not await socket.resync()]
+            try:
+                for fan_out in fan_outs_of_this_loop():
+                    await fan_out.renew()
+            except Exception:
+                failed = sockets
+                for socket in sockets:
+                    await socket.close(code=close_code(refusals.UNAVAILABLE))
+            else:
+                failed = [socket for socket in sockets if not await socket.resync()]
             if failed:
                 logger.warning(
                     "channel layer unavailable: %d of %d sockets closed", len(failed), len(sockets)

@@ -41,10 +41,16 @@ def test_thread_send_nudges_trail_and_thread_after_commit(
     for callback in pending:
         callback()
     row = TrailRow.objects.get(message=turn.message)
-    assert async_to_sync(layer.receive)(trail) == {"type": "trail.nudge", "id": row.pk}
+    # Each nudge names its group: one channel of each process follows many (`chat.fan_out`).
+    assert async_to_sync(layer.receive)(trail) == {
+        "type": "trail.nudge",
+        "id": row.pk,
+        "group": events.trail_group(human.business_id),
+    }
     assert async_to_sync(layer.receive)(thread_channel) == {
         "type": "thread.nudge",
         "id": turn.message.pk,
+        "group": events.thread_group(thread.pk),
     }
     # A turn waits: this process's runners are woken (others hear through a shared layer).
     stop_waking()

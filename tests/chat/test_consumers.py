@@ -443,6 +443,47 @@ def test_row_to_many_sockets_of_one_stream_is_read_once(world, monkeypatch) -> N
     assert len(reads) <= 2
 
 
+async def members(group: str) -> int:
+    """How many channels the layer holds in `group`."""
+    from channels.layers import InMemoryChannelLayer, get_channel_layer
+
+    layer = get_channel_layer()
+    if isinstance(layer, InMemoryChannelLayer):
+        return len(layer.groups.get(group, {}))
+    connection = layer.connection(layer.consistent_hash(group))
+    return int(await connection.zcard(layer._group_key(group)))
+
+
+def test_sockets_of_one_process_follow_their_stream_through_one_membership(world) -> None:
+    """P3: a row to fifty Consoles of one process is one channel-layer message, not fifty; each
+    socket still gets it once, a closed socket hears no more, and the membership of a stream no
+    socket follows is dropped at the next renewal."""
+    from chat.fan_out import fan_outs_of_this_loop
+
+    tester = world["tester"]
+    group = events.trail_group(tester.business_id)
+
+    async def scenario() -> tuple[int, list[list[str]], int]:
+        sockets = [socket(TESTER, "/ws/trail/") for _ in range(50)]
+        for communicator in sockets:
+            assert (await communicator.connect())[0]
+        joined = await members(group)
+        await sync_to_async(actions.send_to_thread)(
+            tester, thread_id=world["tester_thread"].pk, body="to all"
+        )
+        got = [[json.loads(await c.receive_from(timeout=5))["row"]["text"]] for c in sockets]
+        for communicator in sockets:
+            await communicator.disconnect()
+        for fan_out in fan_outs_of_this_loop():
+            await fan_out.renew()
+        return joined, got, await members(group)
+
+    joined, got, left = async_to_sync(scenario)()
+    assert joined == 1
+    assert got == [["tester to assistant: to all"]] * 50
+    assert left == 0
+
+
 def test_socket_whose_membership_the_layer_forgot_catches_up(world, monkeypatch) -> None:
     """A layer that forgot its groups (Redis restarted without persistence, a lapsed group
     expiry) costs a socket no row: every socket renews its memberships and reads once more
@@ -482,6 +523,31 @@ def test_socket_whose_membership_the_layer_forgot_catches_up(world, monkeypatch)
         "tester to assistant: after the layer forgot",
         "tester to assistant: and the next",
     ]
+
+
+def test_sockets_close_unavailable_when_the_layer_fails_their_streams_renewal(
+    world, monkeypatch
+) -> None:
+    """A layer that cannot renew the process's membership of a stream closes its sockets
+    `unavailable` (4503), and each client reconnects after its last id: a socket is never left
+    open hearing nothing."""
+    from chat.fan_out import FanOut
+
+    async def layer_down(self) -> None:
+        raise ConnectionError("the channel layer is down")
+
+    monkeypatch.setattr("chat.consumers.RESYNC_SECONDS", 0.1)
+    monkeypatch.setattr(FanOut, "renew", layer_down)
+
+    async def scenario() -> dict[str, Any]:
+        communicator = socket(TESTER, "/ws/trail/")
+        assert (await communicator.connect())[0]
+        return await communicator.receive_output(timeout=5)
+
+    assert async_to_sync(scenario)() == {
+        "type": "websocket.close",
+        "code": close_code("unavailable"),
+    }
 
 
 def test_socket_joining_a_read_older_than_its_row_reads_again(world, monkeypatch) -> None:
