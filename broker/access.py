@@ -32,12 +32,13 @@ VERBS: dict[str, frozenset[ActorKind]] = {}
 
 
 def verb(
-    name: str, *kinds: ActorKind, switch_in_thread_read: bool = False
+    name: str, *kinds: ActorKind, switch_in_read: bool = False
 ) -> Callable[[Callable[Concatenate[Actor, P], R]], Callable[Concatenate[Actor, P], R]]:
     """Declare a broker verb served to `kinds` of actor.
 
-    `switch_in_thread_read`: the verb's first read is `access_thread`, which refuses the tester
-    while it is off from the thread's own row; the verb then costs no separate switch read.
+    `switch_in_read`: the verb's own read refuses the tester while it is off — `access_thread`
+    from the thread's own row, the trail's read by reading the tester's rows only while it is
+    on — so the verb costs no separate switch read.
     """
     allowed = frozenset(kinds)
 
@@ -45,7 +46,7 @@ def verb(
         @functools.wraps(func)
         def checked(actor: Actor, /, *args: P.args, **kwargs: P.kwargs) -> R:
             try:
-                access_verb(actor, name, allowed, switch=not switch_in_thread_read)
+                access_verb(actor, name, allowed, switch=not switch_in_read)
                 return func(actor, *args, **kwargs)
             except Refusal as refusal:
                 security_log.info(

@@ -359,14 +359,14 @@ def create_thread(
         raise Refusal(refusals.THREAD_EXISTS, "A thread with this name exists here.") from None
 
 
-@verb("thread.open", HUMAN_KIND, TESTER_KIND, switch_in_thread_read=True)
+@verb("thread.open", HUMAN_KIND, TESTER_KIND, switch_in_read=True)
 def open_thread(actor: Actor, *, thread_id: int) -> ThreadOpen:
     """R1, R2: record that the actor opened its own thread, `by = owner(actor)`."""
     thread = access_thread(actor, thread_id=thread_id)
     return ThreadOpen.objects.create(thread=thread, by=policy.owner(actor))
 
 
-@verb("thread.send", HUMAN_KIND, TESTER_KIND, switch_in_thread_read=True)
+@verb("thread.send", HUMAN_KIND, TESTER_KIND, switch_in_read=True)
 def send_to_thread(actor: Actor, *, thread_id: int, body: object, via: Via = Via.API) -> SentTurn:
     """A turn in the actor's own thread, addressed to the thread's instance.
 
@@ -409,7 +409,7 @@ def send_to_thread(actor: Actor, *, thread_id: int, body: object, via: Via = Via
     return SentTurn(message=message, request=request.pk if request else None)
 
 
-@verb("thread.rename", HUMAN_KIND, TESTER_KIND, switch_in_thread_read=True)
+@verb("thread.rename", HUMAN_KIND, TESTER_KIND, switch_in_read=True)
 def rename_thread(actor: Actor, *, thread_id: int, name: object) -> Thread:
     """R1: rename the actor's own thread, with one `thread.renamed` trail row. The name's
     limits are those of `thread.create`; R18: a name taken in the project, whoever took it,
@@ -432,7 +432,7 @@ def rename_thread(actor: Actor, *, thread_id: int, name: object) -> Thread:
         return thread
 
 
-@verb("thread.archive", HUMAN_KIND, TESTER_KIND, switch_in_thread_read=True)
+@verb("thread.archive", HUMAN_KIND, TESTER_KIND, switch_in_read=True)
 def archive_thread(actor: Actor, *, thread_id: int, archived: bool) -> Thread:
     """R1: archive the actor's own thread (lists leave it out) or bring it back, with one
     `thread.archived` / `thread.unarchived` trail row. Asking for the state it is in changes
@@ -484,7 +484,7 @@ def do_record_thread_change(actor: Actor, thread: Thread, *, kind: TrailKind, te
     )
 
 
-@verb("thread.open", HUMAN_KIND, TESTER_KIND, switch_in_thread_read=True)
+@verb("thread.open", HUMAN_KIND, TESTER_KIND, switch_in_read=True)
 def mark_read(actor: Actor, *, thread_id: int, up_to: int) -> Thread:
     """R1: move the owner's read mark of its own thread forward to message `up_to`, which must
     be a message of that thread (else `invalid`); an older one leaves the mark where it is.

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections.abc import Callable
 from functools import partial
 
@@ -64,18 +65,41 @@ def shared_layer() -> BaseChannelLayer | None:
     return layer
 
 
+# Pushes handed to the server's loop and not yet sent, in the order they were committed.
+_outbox: list[tuple[BaseChannelLayer, str, dict[str, object]]] = []
+_outbox_lock = threading.Lock()
+
+
 def _send(group: str, message: dict[str, object], *, layer: BaseChannelLayer | None) -> None:
     if layer is None:
         return
     loop = _server_loop
     if loop is not None and loop.is_running():
-        # The committing thread hands the push to the loop and goes on: it need not wait.
+        # The committing thread hands the push to the loop and goes on: it need not wait. A
+        # turn's three pushes wake the loop once: while a drain is on its way, the next push
+        # only joins the outbox.
+        with _outbox_lock:
+            _outbox.append((layer, group, message))
+            if len(_outbox) > 1:
+                return
         if _running_loop() is loop:
-            loop.create_task(_deliver(layer, group, message))
+            loop.call_soon(_drain, loop)
         else:
-            asyncio.run_coroutine_threadsafe(_deliver(layer, group, message), loop)
+            loop.call_soon_threadsafe(_drain, loop)
         return
     async_to_sync(_deliver)(layer, group, message)
+
+
+def _drain(loop: asyncio.AbstractEventLoop) -> None:
+    with _outbox_lock:
+        pushes = _outbox[:]
+        _outbox.clear()
+    loop.create_task(_deliver_in_order(pushes))
+
+
+async def _deliver_in_order(pushes: list[tuple[BaseChannelLayer, str, dict[str, object]]]) -> None:
+    for layer, group, message in pushes:
+        await _deliver(layer, group, message)
 
 
 async def _deliver(layer: BaseChannelLayer, group: str, message: dict[str, object]) -> None:

@@ -25,7 +25,7 @@ from django.db.models import (
 from django.db.models.functions import Coalesce, Substr
 
 from broker import fields, policy, refusals, replies
-from broker.access import access_thread, verb
+from broker.access import access_tester_switch, access_thread, verb
 from broker.actors import Actor, ActorKind
 from broker.models import (
     HUMAN,
@@ -169,7 +169,7 @@ def list_threads(
     return page(threads, after=after, before=before, limit=limit)
 
 
-@verb("thread.messages", HUMAN_KIND, TESTER_KIND, switch_in_thread_read=True)
+@verb("thread.messages", HUMAN_KIND, TESTER_KIND, switch_in_read=True)
 def thread_messages(
     actor: Actor,
     *,
@@ -202,7 +202,7 @@ class ReplyView:
     result: int | None
 
 
-@verb("thread.messages", HUMAN_KIND, TESTER_KIND, switch_in_thread_read=True)
+@verb("thread.messages", HUMAN_KIND, TESTER_KIND, switch_in_read=True)
 def thread_replies(actor: Actor, *, thread_id: int, known: Collection[int] = ()) -> list[ReplyView]:
     """R1: the replies of the actor's own thread still owed, and of the `known` turns whatever
     their state, oldest first. The reply state is part of the message shape, so this is the
@@ -256,15 +256,22 @@ def receive_messages(
     return page(_addressed_to(actor), after=after if after is not None else 0, limit=limit)
 
 
-@verb("trail.read", HUMAN_KIND, TESTER_KIND)
+@verb("trail.read", HUMAN_KIND, TESTER_KIND, switch_in_read=True)
 def read_trail(
     actor: Actor, *, after: int | None = None, before: int | None = None, limit: int | None = None
 ) -> list[TrailRow]:
-    """R20: the human reads every row (tester rows labelled, R16); the tester only its own."""
+    """R20: the human reads every row (tester rows labelled, R16); the tester only its own.
+
+    The tester's rows come only while its switch is on, in the same query: a Console's read
+    after each row costs one query, not two. A page that comes back empty asks the switch on
+    its own, so a tester that is off is refused, never shown an empty trail."""
     rows = TrailRow.objects.filter(business_id=actor.business_id)
     if actor.is_tester:
-        rows = rows.filter(tester_visible=True)
-    return page(rows, after=after, before=before, limit=limit)
+        rows = rows.filter(tester_visible=True, business__tester_enabled=True)
+    found = page(rows, after=after, before=before, limit=limit)
+    if not found:
+        access_tester_switch(actor)
+    return found
 
 
 @verb("inbox.read", HUMAN_KIND)

@@ -256,7 +256,8 @@ REDIS_URL = env.str("REDIS_URL", default="")
 if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            # channels-redis's layer with a group send of two round trips instead of four.
+            "BACKEND": "mosaic.layers.RedisChannelLayer",
             "CONFIG": {
                 # redis-py 8 made socket_timeout default to 5 s, shorter than the layer's
                 # blocking read: idle consumers would be torn down (channels_redis#422).

@@ -123,7 +123,7 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
     "broker.access.x__loaded__mutmut_14": ("from_db(None,", ONE_DATABASE),
     "broker.access.x__loaded__mutmut_15": ("from_db(connection.alias, None,", ALL_COLUMNS),
     "broker.access.x_access_verb__mutmut_1": ("switch: bool = False", DEFAULT_UNREAD),
-    "broker.access.x_verb__mutmut_1": ("switch_in_thread_read: bool = True", AT_IMPORT),
+    "broker.access.x_verb__mutmut_1": ("switch_in_read: bool = True", AT_IMPORT),
     # chat/gates.py
     "chat.gates.xǁJsonBodyǁhas_permission__mutmut_6": ('split(";", )', FIRST_PIECE),
     "chat.gates.xǁJsonBodyǁhas_permission__mutmut_9": ('split(";", 2)', FIRST_PIECE),

@@ -1,4 +1,5 @@
-"""The embedded channel layer (`mosaic.layers`): Channels' in-memory layer, swept less often."""
+"""The channel layers (`mosaic.layers`): Channels' in-memory layer, swept less often, and
+channels-redis's layer with a group send of two round trips."""
 
 from __future__ import annotations
 
@@ -6,12 +7,16 @@ import asyncio
 import os
 import subprocess
 import sys
+import time
+import uuid
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from channels.layers import get_channel_layer
 
-from mosaic.layers import InMemoryChannelLayer
+from mosaic.layers import InMemoryChannelLayer, RedisChannelLayer
 
 
 def run(coroutine):
@@ -37,7 +42,96 @@ def test_the_embedded_default_is_this_layer() -> None:
 
 def test_the_layer_in_use_is_this_one_unless_redis_is_configured() -> None:
     layer = get_channel_layer()
-    assert isinstance(layer, InMemoryChannelLayer) is not bool(os.environ.get("REDIS_URL"))
+    expected = RedisChannelLayer if os.environ.get("REDIS_URL") else InMemoryChannelLayer
+    assert type(layer) is expected
+
+
+# Every layer the product runs on keeps one contract for a group send; Redis's when the suite
+# runs on Redis.
+Layer = Callable[..., Any]
+
+
+def _redis_layer(**config: Any) -> RedisChannelLayer:
+    # A prefix of its own: the suite's layer shares the database.
+    return RedisChannelLayer(
+        hosts=[{"address": os.environ["REDIS_URL"], "socket_timeout": None}],
+        prefix=f"layer-test-{uuid.uuid4().hex[:8]}",
+        **config,
+    )
+
+
+LAYERS = [pytest.param(InMemoryChannelLayer, id="in-memory")]
+if os.environ.get("REDIS_URL"):
+    LAYERS.append(pytest.param(_redis_layer, id="redis"))
+
+
+async def _flushed(layer: Any, scenario: Any) -> Any:
+    try:
+        return await scenario
+    finally:
+        await layer.flush()
+
+
+async def _age(layer: Any, group: str, channel: str, seconds: float) -> None:
+    """Make `channel`'s membership of `group` `seconds` old."""
+    joined = time.time() - seconds
+    if isinstance(layer, InMemoryChannelLayer):
+        layer.groups[group][channel] = joined
+        return
+    connection = layer.connection(layer.consistent_hash(group))
+    await connection.zadd(layer._group_key(group), {channel: joined})
+
+
+@pytest.mark.parametrize("make", LAYERS)
+def test_a_group_send_reaches_each_member_once_and_an_empty_group_is_no_error(make: Layer) -> None:
+    layer = make()
+
+    async def scenario() -> list[dict]:
+        await layer.group_send("nobody", {"type": "lost"})
+        channels = [await layer.new_channel() for _ in range(3)]
+        for channel in channels:
+            await layer.group_add("g", channel)
+        await layer.group_send("g", {"type": "trail.nudge", "id": 7})
+        received = [await layer.receive(channel) for channel in channels]
+        for channel in channels:
+            with pytest.raises(asyncio.TimeoutError):
+                await asyncio.wait_for(layer.receive(channel), 0.05)
+        return received
+
+    assert run(_flushed(layer, scenario())) == [{"type": "trail.nudge", "id": 7}] * 3
+
+
+@pytest.mark.parametrize("make", LAYERS)
+def test_a_group_send_skips_a_member_at_capacity_and_reaches_the_others(make: Layer) -> None:
+    layer = make(capacity=1)
+
+    async def scenario() -> tuple[dict, dict]:
+        # Named channels: on Redis a process's own channels share one queue and one capacity.
+        full, free = "test.full", "test.free"
+        await layer.send(full, {"type": "old"})
+        await layer.group_add("g", full)
+        await layer.group_add("g", free)
+        await layer.group_send("g", {"type": "new"})
+        return await layer.receive(full), await layer.receive(free)
+
+    assert run(_flushed(layer, scenario())) == ({"type": "old"}, {"type": "new"})
+
+
+@pytest.mark.parametrize("make", LAYERS)
+def test_a_group_send_leaves_out_a_membership_older_than_the_group_expiry(make: Layer) -> None:
+    layer = make(group_expiry=60)
+
+    async def scenario() -> dict:
+        lapsed, current = await layer.new_channel(), await layer.new_channel()
+        await layer.group_add("g", lapsed)
+        await layer.group_add("g", current)
+        await _age(layer, "g", lapsed, 120)
+        await layer.group_send("g", {"type": "nudge"})
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(layer.receive(lapsed), 0.05)
+        return await layer.receive(current)
+
+    assert run(_flushed(layer, scenario())) == {"type": "nudge"}
 
 
 def test_group_send_reaches_every_member_once_each() -> None:

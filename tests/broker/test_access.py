@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from django.db import transaction
 
-from broker import access, actions, policy, refusals
+from broker import access, actions, policy, refusals, selectors
 from broker.actors import Actor, ActorKind
 from broker.models import Business, Instance, Message, MessageClass, RoleDefinition
 from broker.refusals import Refusal
@@ -219,6 +219,24 @@ def test_tester_verb_while_its_own_business_has_the_tester_off_is_tester_off(
         refusal_code(lambda: actions.create_project(tester_of_quiet, name="p"))
         == refusals.TESTER_OFF
     )
+
+
+def test_tester_reading_a_trail_with_its_own_rows_while_off_is_tester_off(
+    business: Business, tester: Actor
+) -> None:
+    """The trail's read checks the switch in its own query: rows the tester could read while
+    on are not read once it is off, and the read is refused, not answered empty."""
+    thread = factories.thread(tester, factories.project(tester), "tester work")
+    actions.send_to_thread(tester, thread_id=thread.pk, body="mine")
+    assert selectors.read_trail(tester)
+    business.tester_enabled = False
+    business.save()
+    for read in (
+        lambda: selectors.read_trail(tester),
+        lambda: selectors.read_trail(tester, after=0),
+        lambda: selectors.read_trail(tester, before=10**9),
+    ):
+        assert refusal_code(read) == refusals.TESTER_OFF
 
 
 def test_access_thread_of_the_other_side_is_thread_not_owned(human: Actor, tester: Actor) -> None:

@@ -102,3 +102,48 @@ def test_trail_row_outside_the_stream_lock_is_refused(human: Actor) -> None:
         row = record("locked")
     assert TrailRow.objects.filter(pk=row.pk, text__endswith="locked").exists()
     assert not TrailRow.objects.filter(text__endswith="unlocked").exists()
+
+
+def test_pushes_from_a_thread_reach_the_layer_in_commit_order_with_one_wake_of_the_loop(
+    monkeypatch,
+) -> None:
+    """A committing thread hands its pushes to the server's loop and goes on; pushes committed
+    while a hand-over is on its way join it, so a turn's pushes wake the loop once, and the
+    layer sees every push in the order it was committed."""
+    import asyncio
+    import threading
+
+    sent: list[tuple[str, int]] = []
+    all_sent = threading.Event()
+
+    class Layer:
+        async def group_send(self, group: str, message: dict) -> None:
+            await asyncio.sleep(0)
+            sent.append((group, message["id"]))
+            if len(sent) == 3:
+                all_sent.set()
+
+    loop = asyncio.new_event_loop()
+    runner = threading.Thread(target=loop.run_forever, daemon=True)
+    runner.start()
+    busy, wakes = threading.Event(), []
+    real_wake = loop.call_soon_threadsafe
+    try:
+        # The loop is busy while one commit's callbacks run back to back.
+        real_wake(busy.wait, 5)
+        monkeypatch.setattr(
+            loop, "call_soon_threadsafe", lambda *args: (wakes.append(args), real_wake(*args))
+        )
+        monkeypatch.setattr(events, "_server_loop", loop)
+        layer = Layer()
+        for group, row_id in (("a", 1), ("b", 2), ("a", 3)):
+            events._send(group, {"id": row_id}, layer=layer)
+        busy.set()
+        assert all_sent.wait(5)
+    finally:
+        busy.set()
+        real_wake(loop.stop)
+        runner.join(5)
+        loop.close()
+    assert sent == [("a", 1), ("b", 2), ("a", 3)]
+    assert len(wakes) == 1

@@ -234,3 +234,11 @@ def test_send_to_thread_statement_count_is_pinned(who, human, tester, seeded) ->
     sent = statements_of(lambda: actions.send_to_thread(actor, thread_id=thread.pk, body="hi"))
     lock = 1 if connection.vendor == "postgresql" else 0
     assert len(sent) == SEND_STATEMENTS[who] + lock, "\n".join(sent)
+
+
+@pytest.mark.parametrize("who", ["human", "tester"])
+def test_a_trail_read_with_rows_is_one_query(who, human, tester, seeded) -> None:
+    """A Console reads the trail after every row: one query for either side, the tester's
+    switch read inside it (`read_trail`)."""
+    actor = human if who == "human" else tester
+    assert len(statements_of(lambda: selectors.read_trail(actor))) == 1
