@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from broker import events, fields, policy, refusals, replies, selectors
 from broker.access import (
+    TAKE_STREAM_LOCK,
     access_claim,
     access_instance,
     access_message,
@@ -26,6 +27,7 @@ from broker.access import (
     check_messaging,
     lease_deadline,
     lists_of,
+    stream_lock_key,
     verb,
 )
 from broker.actors import Actor, ActorKind
@@ -84,10 +86,6 @@ class Stop:
 
 # --- trusted helpers ---------------------------------------------------------------------
 
-# The key of each business's stream lock: (STREAM_LOCK, business id) in PostgreSQL's two-key
-# advisory lock space.
-STREAM_LOCK = 0x4D42
-
 
 def do_lock_streams(business_id: int) -> None:
     """Hold the business's stream lock until the transaction ends (PostgreSQL).
@@ -104,10 +102,7 @@ def do_lock_streams(business_id: int) -> None:
     if connection.vendor != "postgresql":
         return
     with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT pg_advisory_xact_lock(%s::integer, %s::integer)",
-            [STREAM_LOCK, business_id & 0x7FFFFFFF],
-        )
+        cursor.execute(f"SELECT {TAKE_STREAM_LOCK}", stream_lock_key(business_id))
 
 
 # The business whose stream lock the current transaction holds (`appending`).
@@ -122,6 +117,20 @@ def appending(business_id: int) -> Iterator[None]:
         token = _streams_locked.set(business_id)
         try:
             yield
+        finally:
+            _streams_locked.reset(token)
+
+
+@contextmanager
+def appending_to_thread(actor: Actor, *, thread_id: int) -> Iterator[Thread]:
+    """`appending` for a verb on one of the actor's threads, yielding the thread, read and
+    locked (`access_thread`). The stream lock rides in that read, taken before the thread's
+    row lock as everywhere: one round trip fewer for every turn on PostgreSQL."""
+    with transaction.atomic():
+        thread = access_thread(actor, thread_id=thread_id, lock=True, take_streams=True)
+        token = _streams_locked.set(actor.business_id)
+        try:
+            yield thread
         finally:
             _streams_locked.reset(token)
 
@@ -377,8 +386,7 @@ def send_to_thread(actor: Actor, *, thread_id: int, body: object, via: Via = Via
     holder) and the rows it stores.
     """
     text = fields.clean_body(body)
-    with appending(actor.business_id):
-        thread = access_thread(actor, thread_id=thread_id, lock=True)
+    with appending_to_thread(actor, thread_id=thread_id) as thread:
         instance = thread.instance
         # The sender is the human or the tester, who have no lists: the instance's are all
         # the check reads.
@@ -415,8 +423,7 @@ def rename_thread(actor: Actor, *, thread_id: int, name: object) -> Thread:
     limits are those of `thread.create`; R18: a name taken in the project, whoever took it,
     refuses `thread-exists` and tells nothing else. The same name again changes nothing."""
     clean = fields.clean_name(name, what="thread name")
-    with appending(actor.business_id):
-        thread = access_thread(actor, thread_id=thread_id, lock=True)
+    with appending_to_thread(actor, thread_id=thread_id) as thread:
         if clean == thread.name:
             return thread
         before = thread.name
@@ -437,8 +444,7 @@ def archive_thread(actor: Actor, *, thread_id: int, archived: bool) -> Thread:
     """R1: archive the actor's own thread (lists leave it out) or bring it back, with one
     `thread.archived` / `thread.unarchived` trail row. Asking for the state it is in changes
     nothing."""
-    with appending(actor.business_id):
-        thread = access_thread(actor, thread_id=thread_id, lock=True)
+    with appending_to_thread(actor, thread_id=thread_id) as thread:
         if archived == thread.archived:
             return thread
         thread.archived_at = timezone.now() if archived else None

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack
+from typing import Any, TypeVar
 
 import pytest
 
@@ -13,6 +14,19 @@ from broker.models import Business, Instance, RoleDefinition
 from tests.model_servers import LiteLLMPeer, litellm_peer
 
 pytest_plugins = ["tests.listener_fixtures", "pytester"]
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def postgres_only(test: F) -> F:
+    """For points only PostgreSQL can show (TRUNCATE, its locks); the SQLite pass skips them."""
+    from django.db import connection
+
+    skip = pytest.mark.skipif(
+        connection.vendor != "postgresql", reason="runs in the PostgreSQL pass"
+    )
+    return pytest.mark.postgres(skip(test))
 
 
 def make_business(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 from django.core.management import call_command
@@ -33,16 +33,7 @@ from broker.models import (
     ThreadOpen,
     TrailRow,
 )
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def postgres_only(test: F) -> F:
-    """For points only PostgreSQL can show (TRUNCATE); the SQLite pass skips them."""
-    skip = pytest.mark.skipif(
-        connection.vendor != "postgresql", reason="runs in the PostgreSQL pass"
-    )
-    return pytest.mark.postgres(skip(test))
+from tests.conftest import postgres_only
 
 
 def refused(message: str) -> pytest.RaisesExc[IntegrityError]:

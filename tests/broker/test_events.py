@@ -11,6 +11,7 @@ from broker import actions, events
 from broker.actors import Actor
 from broker.models import TrailKind, TrailRow
 from tests.broker import factories
+from tests.conftest import postgres_only
 
 
 @pytest.fixture
@@ -147,3 +148,44 @@ def test_pushes_from_a_thread_reach_the_layer_in_commit_order_with_one_wake_of_t
         loop.close()
     assert sent == [("a", 1), ("b", 2), ("a", 3)]
     assert len(wakes) == 1
+
+
+@postgres_only
+@pytest.mark.django_db(transaction=True)
+def test_a_turn_on_postgresql_waits_for_its_business_stream_lock(tester: Actor) -> None:
+    """The stream lock rides in the turn's thread read (one round trip fewer), and is still
+    taken: while another transaction holds the business's lock, the turn waits for it."""
+    import threading
+
+    import psycopg
+    from django.db import connection
+
+    from broker.access import TAKE_STREAM_LOCK, stream_lock_key
+
+    thread = factories.thread(tester, factories.project(tester), "t")
+    settings = connection.settings_dict
+    holder = psycopg.connect(
+        dbname=settings["NAME"],
+        user=settings["USER"],
+        host=settings["HOST"],
+        port=settings["PORT"] or 5432,
+    )
+    sent = threading.Event()
+
+    def send() -> None:
+        try:
+            actions.send_to_thread(tester, thread_id=thread.pk, body="after the lock")
+            sent.set()
+        finally:
+            connection.close()
+
+    try:
+        holder.execute(f"SELECT {TAKE_STREAM_LOCK}", stream_lock_key(tester.business_id))
+        sender = threading.Thread(target=send)
+        sender.start()
+        assert not sent.wait(0.5), "the turn did not wait for the stream lock"
+        holder.rollback()
+        assert sent.wait(5)
+        sender.join(5)
+    finally:
+        holder.close()
