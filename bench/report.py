@@ -69,9 +69,13 @@ WHAT_WOULD_CLOSE = {
     ),
     "P7": (
         "The overload itself holds: every send answered within 5 s, no connection exhaustion, "
-        "nothing lost, and with the short wait of a sustained overload the queue drains within "
-        "a second of the drop. What remains are stalls of several hundred milliseconds at half "
-        "capacity, the same as P2's tail on PostgreSQL: closing P1 and P2 there closes this."
+        "nothing lost, and the queue drains within a second of the drop. What remains are "
+        "stalls at half capacity, P2's tail on "
+        "PostgreSQL: a send waiting for the stream lock behind a slow commit (P1). A stall of "
+        "over a second also turns the admission to its short, sustained-overload wait, and "
+        "the few sends it then refuses count as never delivered; judging a sustained overload "
+        "by refused requests rather than by busy workers would keep a lone stall from "
+        "refusing anyone."
     ),
 }
 
