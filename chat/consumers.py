@@ -111,6 +111,9 @@ class StreamConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
             await self.close(code=close_code(refusal.code))
             return
         self.wanted = asyncio.Event()
+        # The process hands nudges on from the moment the socket follows its stream, while
+        # it still connects: `want_read` works from here.
+        self.nudged_id = 0
         self.sign_in = sign_in_of(self.scope) if self.listener == "human" else None
         self.fan_out = fan_out_of_this_loop(self.channel_layer)
         await self.fan_out.follow(self.group_name(), self)
@@ -120,7 +123,6 @@ class StreamConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
         await self.accept()
         # Joined before the first read: a row committed from here on nudges us, and the read
         # below or the next one after it finds it; the cursor keeps each row to one frame.
-        self.nudged_id = 0
         self.sender = asyncio.create_task(self.send_rows())
         self.want_read()
         resync_of_this_loop().add(self)

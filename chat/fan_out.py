@@ -98,7 +98,11 @@ class FanOut:
                 await asyncio.sleep(RETRY_SECONDS)
                 continue
             for follower in list(self.followers.get(message.get("group", ""), ())):
-                follower.hear(message)
+                try:
+                    follower.hear(message)
+                except Exception:
+                    # One socket's fault must not leave the process's others deaf.
+                    logger.exception("a socket failed to take a nudge")
 
     def _forget_failed(self, group: str, membership: asyncio.Future[None]) -> None:
         failed = membership.cancelled() or membership.exception() is not None

@@ -66,6 +66,19 @@ async def frames(communicator: WebsocketCommunicator, count: int) -> list[dict[s
     return [json.loads(await communicator.receive_from(timeout=5)) for _ in range(count)]
 
 
+async def trail_of_the_tester_after(turns: list[tuple[Actor, Any, str]]) -> list[str]:
+    """The rows the tester's trail socket shows while `turns` (actor, thread, body) are sent,
+    one after another; only the tester's own turn may show, so one row, and nothing more."""
+    communicator = socket(TESTER, "/ws/trail/")
+    assert (await communicator.connect())[0]
+    for actor, thread, body in turns:
+        await sync_to_async(actions.send_to_thread)(actor, thread_id=thread.pk, body=body)
+    got = await frames(communicator, 1)
+    assert await communicator.receive_nothing(timeout=0.3)
+    await communicator.disconnect()
+    return [frame["row"]["text"] for frame in got]
+
+
 @pytest.fixture
 def world(business: Business) -> dict[str, Any]:
     human = Actor.human(business_id=business.pk, username="ada")
@@ -109,21 +122,11 @@ def test_trail_of_tester_streams_only_its_rows(world) -> None:
     human, tester = world["human"], world["tester"]
     actions.send_to_thread(human, thread_id=world["human_thread"].pk, body="secret")
 
-    async def scenario() -> list[str]:
-        communicator = socket(TESTER, "/ws/trail/")
-        assert (await communicator.connect())[0]
-        await sync_to_async(actions.send_to_thread)(
-            human, thread_id=world["human_thread"].pk, body="secret two"
-        )
-        await sync_to_async(actions.send_to_thread)(
-            tester, thread_id=world["tester_thread"].pk, body="probe"
-        )
-        got = await frames(communicator, 1)
-        assert await communicator.receive_nothing(timeout=0.3)
-        await communicator.disconnect()
-        return [f["row"]["text"] for f in got]
-
-    assert async_to_sync(scenario)() == ["tester to assistant: probe"]
+    turns = [
+        (human, world["human_thread"], "secret two"),
+        (tester, world["tester_thread"], "probe"),
+    ]
+    assert async_to_sync(trail_of_the_tester_after)(turns) == ["tester to assistant: probe"]
 
 
 def test_trail_after_cursor_skips_older_rows(world) -> None:
@@ -523,6 +526,62 @@ def test_socket_whose_membership_the_layer_forgot_catches_up(world, monkeypatch)
         "tester to assistant: after the layer forgot",
         "tester to assistant: and the next",
     ]
+
+
+def test_a_nudge_handed_on_while_a_socket_still_connects_costs_it_nothing(
+    world, monkeypatch
+) -> None:
+    """The process hands a nudge to a socket from the moment it follows its stream, before it
+    has accepted: the socket takes it, connects, and sends each row once."""
+    from chat.fan_out import FanOut
+
+    tester = world["tester"]
+    follow = FanOut.follow
+
+    async def follow_then_nudged(self, group, follower) -> None:
+        await follow(self, group, follower)
+        follower.hear({"type": "trail.nudge", "id": 10**9, "group": group})
+
+    monkeypatch.setattr(FanOut, "follow", follow_then_nudged)
+
+    turns = [(tester, world["tester_thread"], "after an early nudge")]
+    assert async_to_sync(trail_of_the_tester_after)(turns) == [
+        "tester to assistant: after an early nudge"
+    ]
+
+
+def test_a_socket_that_fails_to_take_a_nudge_leaves_the_others_hearing() -> None:
+    """One follower's fault is logged; the process's other sockets still hear every nudge."""
+    from chat.fan_out import FanOut
+    from mosaic.layers import InMemoryChannelLayer
+
+    class Broken:
+        def hear(self, message) -> None:
+            raise RuntimeError("broken socket")
+
+    class Listening:
+        def __init__(self) -> None:
+            self.heard: list[int] = []
+
+        def hear(self, message) -> None:
+            self.heard.append(message["id"])
+
+    async def scenario() -> list[int]:
+        layer = InMemoryChannelLayer()
+        fan_out = FanOut(layer)
+        listening = Listening()
+        await fan_out.follow("g", Broken())
+        await fan_out.follow("g", listening)
+        for row_id in (1, 2):
+            await layer.group_send("g", {"type": "trail.nudge", "id": row_id, "group": "g"})
+        for _ in range(100):
+            if len(listening.heard) == 2:
+                break
+            await asyncio.sleep(0.01)
+        fan_out.unfollow("g", listening)
+        return listening.heard
+
+    assert asyncio.run(scenario()) == [1, 2]
 
 
 def test_sockets_close_unavailable_when_the_layer_fails_their_streams_renewal(
