@@ -9,8 +9,8 @@ loop: one layer message per row and process.
 A nudge carries the name of its group, so one channel serves every group. Membership is
 renewed (`renew`) before the sockets' periodic read (`chat.consumers.Resync`), so a layer that
 forgot it costs no row. A group whose last socket left keeps its membership until the next
-renewal drops it: a socket that joins in between finds it in place, and no add and discard of
-one group race each other.
+renewal drops it: a socket that joins in between finds it in place, and one that joins while the
+renewal drops it joins after the drop, so an add and a discard of one group never race.
 """
 
 from __future__ import annotations
@@ -43,23 +43,31 @@ class FanOut:
         self.followers: dict[str, set[Follower]] = {}
         # Each group's membership: added, or being added.
         self.memberships: dict[str, asyncio.Future[None]] = {}
+        # The groups a renewal is dropping this moment; a socket that follows one joins after.
+        self.dropping: dict[str, asyncio.Future[None]] = {}
         self.listening: asyncio.Task[None] | None = None
 
     async def follow(self, group: str, follower: Follower) -> None:
-        """Hear every nudge to `group` sent from the moment this returns."""
+        """Hear every nudge to `group` sent from the moment this returns (and some sent while
+        it runs: the follower takes nudges from its first await on)."""
         if not self.channel:
             channel = await self.layer.new_channel()
             self.channel = self.channel or channel
         self.followers.setdefault(group, set()).add(follower)
         if self.listening is None or self.listening.done():
             self.listening = asyncio.get_running_loop().create_task(self.listen())
-        membership = self.memberships.get(group)
-        if membership is None:
-            membership = self.memberships[group] = asyncio.ensure_future(
-                self.layer.group_add(group, self.channel)
-            )
-            membership.add_done_callback(lambda done: self._forget_failed(group, done))
         try:
+            dropping = self.dropping.get(group)
+            if dropping is not None:
+                # A renewal is dropping the group: join once it has, or the drop would undo
+                # the join.
+                await asyncio.wait([dropping])
+            membership = self.memberships.get(group)
+            if membership is None:
+                membership = self.memberships[group] = asyncio.ensure_future(
+                    self.layer.group_add(group, self.channel)
+                )
+                membership.add_done_callback(lambda done: self._forget_failed(group, done))
             # Shielded: one socket closing mid-join must not cancel the join for the others.
             await asyncio.shield(membership)
         except BaseException:
@@ -83,7 +91,14 @@ class FanOut:
                 continue
             del self.followers[group]
             self.memberships.pop(group, None)
-            await self.layer.group_discard(group, self.channel)
+            dropping = self.dropping[group] = asyncio.ensure_future(
+                self.layer.group_discard(group, self.channel)
+            )
+            try:
+                await dropping
+            finally:
+                if self.dropping.get(group) is dropping:
+                    del self.dropping[group]
 
     async def listen(self) -> None:
         while True:

@@ -550,6 +550,55 @@ def test_a_nudge_handed_on_while_a_socket_still_connects_costs_it_nothing(
     ]
 
 
+class Hearing:
+    """A follower of the process's fan-out that keeps the ids it heard."""
+
+    def __init__(self) -> None:
+        self.heard: list[int] = []
+
+    def hear(self, message: dict[str, Any]) -> None:
+        self.heard.append(message["id"])
+
+
+def test_a_socket_that_follows_while_a_renewal_drops_its_group_joins_after_the_drop() -> None:
+    """A renewal drops the membership of a group its last socket left; a socket that follows
+    the group in that moment must not have its join undone by the drop."""
+    from chat.fan_out import FanOut
+    from mosaic.layers import InMemoryChannelLayer
+
+    class Slow(InMemoryChannelLayer):
+        def __init__(self) -> None:
+            super().__init__()
+            self.dropped = asyncio.Event()
+
+        async def group_discard(self, group: str, channel: str) -> None:
+            await self.dropped.wait()
+            await super().group_discard(group, channel)
+
+    async def scenario() -> list[int]:
+        layer = Slow()
+        fan_out = FanOut(layer)
+        gone, late = Hearing(), Hearing()
+        await fan_out.follow("g", gone)
+        fan_out.unfollow("g", gone)
+        renewal = asyncio.create_task(fan_out.renew())
+        await asyncio.sleep(0)  # the renewal is dropping the group
+        joining = asyncio.create_task(fan_out.follow("g", late))
+        await asyncio.sleep(0.01)
+        layer.dropped.set()
+        await renewal
+        await joining
+        await layer.group_send("g", {"type": "trail.nudge", "id": 1, "group": "g"})
+        for _ in range(100):
+            if late.heard:
+                break
+            await asyncio.sleep(0.01)
+        fan_out.unfollow("g", late)
+        return late.heard
+
+    assert asyncio.run(scenario()) == [1]
+
+
 def test_a_socket_that_fails_to_take_a_nudge_leaves_the_others_hearing() -> None:
     """One follower's fault is logged; the process's other sockets still hear every nudge."""
     from chat.fan_out import FanOut
@@ -559,17 +608,10 @@ def test_a_socket_that_fails_to_take_a_nudge_leaves_the_others_hearing() -> None
         def hear(self, message) -> None:
             raise RuntimeError("broken socket")
 
-    class Listening:
-        def __init__(self) -> None:
-            self.heard: list[int] = []
-
-        def hear(self, message) -> None:
-            self.heard.append(message["id"])
-
     async def scenario() -> list[int]:
         layer = InMemoryChannelLayer()
         fan_out = FanOut(layer)
-        listening = Listening()
+        listening = Hearing()
         await fan_out.follow("g", Broken())
         await fan_out.follow("g", listening)
         for row_id in (1, 2):
