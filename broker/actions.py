@@ -110,15 +110,23 @@ _streams_locked: ContextVar[int | None] = ContextVar("streams_locked", default=N
 
 
 @contextmanager
+def _holding_streams(business_id: int) -> Iterator[None]:
+    """Mark the current transaction as holding the business's stream lock (`do_record_trail`
+    checks it); the caller has just taken the lock."""
+    token = _streams_locked.set(business_id)
+    try:
+        yield
+    finally:
+        _streams_locked.reset(token)
+
+
+@contextmanager
 def appending(business_id: int) -> Iterator[None]:
     """A transaction that may append to the business's streams: the stream lock comes first."""
     with transaction.atomic():
         do_lock_streams(business_id)
-        token = _streams_locked.set(business_id)
-        try:
+        with _holding_streams(business_id):
             yield
-        finally:
-            _streams_locked.reset(token)
 
 
 @contextmanager
@@ -128,11 +136,8 @@ def appending_to_thread(actor: Actor, *, thread_id: int) -> Iterator[Thread]:
     row lock as everywhere: one round trip fewer for every turn on PostgreSQL."""
     with transaction.atomic():
         thread = access_thread(actor, thread_id=thread_id, lock=True, take_streams=True)
-        token = _streams_locked.set(actor.business_id)
-        try:
+        with _holding_streams(actor.business_id):
             yield thread
-        finally:
-            _streams_locked.reset(token)
 
 
 def do_record_trail(

@@ -224,8 +224,9 @@ def test_tester_verb_while_its_own_business_has_the_tester_off_is_tester_off(
 def test_tester_reading_a_trail_with_its_own_rows_while_off_is_tester_off(
     business: Business, tester: Actor
 ) -> None:
-    """The trail's read checks the switch in its own query: rows the tester could read while
-    on are not read once it is off, and the read is refused, not answered empty."""
+    """The trail's read (R20) checks the switch in its own query: rows the tester could read
+    while on are not read once it is off, and the read is refused `tester-off` (SPEC §5, the
+    listeners' `enabled` row), not answered empty."""
     thread = factories.thread(tester, factories.project(tester), "tester work")
     actions.send_to_thread(tester, thread_id=thread.pk, body="mine")
     assert selectors.read_trail(tester)

@@ -153,8 +153,9 @@ def test_pushes_from_a_thread_reach_the_layer_in_commit_order_with_one_wake_of_t
 @postgres_only
 @pytest.mark.django_db(transaction=True)
 def test_a_turn_on_postgresql_waits_for_its_business_stream_lock(tester: Actor) -> None:
-    """The stream lock rides in the turn's thread read (one round trip fewer), and is still
-    taken: while another transaction holds the business's lock, the turn waits for it."""
+    """SPEC §6, rows in id order: the stream lock rides in the turn's thread read (one round
+    trip fewer), and is still taken: while another transaction holds the business's lock, the
+    turn waits for it."""
     import threading
 
     import psycopg

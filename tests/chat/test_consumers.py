@@ -459,8 +459,8 @@ async def members(group: str) -> int:
 
 def test_sockets_of_one_process_follow_their_stream_through_one_membership(world) -> None:
     """P3: a row to fifty Consoles of one process is one channel-layer message, not fifty; each
-    socket still gets it once, a closed socket hears no more, and the membership of a stream no
-    socket follows is dropped at the next renewal."""
+    socket still gets it once (SPEC §6: none twice), a closed socket hears no more, and the
+    membership of a stream no socket follows is dropped at the next renewal."""
     from chat.fan_out import fan_outs_of_this_loop
 
     tester = world["tester"]
