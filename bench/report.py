@@ -70,12 +70,10 @@ WHAT_WOULD_CLOSE = {
     "P7": (
         "The overload itself holds: every send answered within 5 s, no connection exhaustion, "
         "nothing lost, and the queue drains within a second of the drop. What remains are "
-        "stalls at half capacity, P2's tail on "
-        "PostgreSQL: a send waiting for the stream lock behind a slow commit (P1). A stall of "
-        "over a second also turns the admission to its short, sustained-overload wait, and "
-        "the few sends it then refuses count as never delivered; judging a sustained overload "
-        "by refused requests rather than by busy workers would keep a lone stall from "
-        "refusing anyone."
+        "stalls at half capacity, P2's tail on PostgreSQL: a send waiting for the stream lock "
+        "behind a slow commit (P1). The admission no longer refuses anyone in a lone stall (a "
+        "sustained overload is judged by refused requests); what stays is the commit's own "
+        "time, which only a faster disk or a shorter hold of the stream lock would cut."
     ),
 }
 

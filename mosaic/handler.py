@@ -15,11 +15,12 @@ the database never sees more of them than there are workers and pool slots.
 Admission is bounded too: a request that finds every worker busy waits at most
 `MOSAIC_HTTP_QUEUE_SECONDS` on the event loop, where waiting costs neither a thread nor a
 connection, and is then answered 503 `unavailable` with `Retry-After`, having touched nothing.
-That wait is for bursts. Once no request has found a worker free for `SUSTAINED_AFTER` seconds
-the overload is sustained, and a request waits at most `SUSTAINED_WAIT`: a full wait per request
-would keep a second of work queued for as long as the overload lasts, which the server then
-owes when it ends (about four seconds of slow answers at half capacity, P7) instead of serving
-the requests that come after.
+That wait is for bursts. Once a request has been refused, and until one finds a worker free
+again, the overload is sustained and a request waits at most `SUSTAINED_WAIT`: a full wait per
+request would keep a second of work queued for as long as the overload lasts, which the server
+then owes when it ends (about four seconds of slow answers at half capacity, P7) instead of
+serving the requests that come after. A stall shorter than the full wait (a slow commit) refuses
+no one: it is the refusals, not the busy workers, that tell an overload from a stall.
 """
 
 from __future__ import annotations
@@ -58,18 +59,17 @@ class Workers(Protocol):
     async def run(self, func: Callable[..., T], /, *args: Any) -> T: ...
 
 
-# The overload is sustained once no request found a worker free for this long; from then on a
-# request waits at most SUSTAINED_WAIT, until one finds a worker free again.
-SUSTAINED_AFTER = 1.0
+# In a sustained overload (a request was refused, and none has found a worker free since) a
+# request waits at most this long.
 SUSTAINED_WAIT = 0.1
 
 
 class Admission:
-    """A loop's way in to the workers: their free slots, and when a request last found one."""
+    """A loop's way in to the workers: their free slots, and whether the overload is sustained."""
 
-    def __init__(self, size: int, now: float) -> None:
+    def __init__(self, size: int) -> None:
         self.slots = asyncio.Semaphore(size)
-        self.free_at = now
+        self.sustained = False
 
 
 class WorkerPool:
@@ -86,12 +86,10 @@ class WorkerPool:
         *,
         size: int,
         wait: float,
-        sustained_after: float = SUSTAINED_AFTER,
         sustained_wait: float = SUSTAINED_WAIT,
     ) -> None:
         self.size = size
         self.wait = wait
-        self.sustained_after = sustained_after
         self.sustained_wait = min(sustained_wait, wait)
         self._executor = ThreadPoolExecutor(max_workers=size, thread_name_prefix="mosaic-http")
         self._admissions: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Admission] = (
@@ -101,16 +99,14 @@ class WorkerPool:
     def _admission_of(self, loop: asyncio.AbstractEventLoop) -> Admission:
         admission = self._admissions.get(loop)
         if admission is None:
-            admission = self._admissions[loop] = Admission(self.size, loop.time())
+            admission = self._admissions[loop] = Admission(self.size)
         return admission
 
-    def _wait_for(self, admission: Admission, now: float) -> float:
+    def _wait_for(self, admission: Admission) -> float:
         """How long a request arriving now may wait for a worker."""
         if not admission.slots.locked():
-            admission.free_at = now
-            return self.wait
-        sustained = now - admission.free_at > self.sustained_after
-        return self.sustained_wait if sustained else self.wait
+            admission.sustained = False
+        return self.sustained_wait if admission.sustained else self.wait
 
     async def run(self, func: Callable[..., T], /, *args: Any) -> T:
         """`func(*args)` on a worker; `Overloaded` when none came free in time."""
@@ -118,9 +114,10 @@ class WorkerPool:
         admission = self._admission_of(loop)
         slots = admission.slots
         try:
-            async with asyncio.timeout(self._wait_for(admission, loop.time())):
+            async with asyncio.timeout(self._wait_for(admission)):
                 await slots.acquire()
         except TimeoutError:
+            admission.sustained = True
             raise Overloaded from None
 
         def release(_: object) -> None:
