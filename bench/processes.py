@@ -51,6 +51,14 @@ def pinned(argv: list[str], cpus: str) -> list[str]:
     return [taskset, "-c", cpus, *argv] if PIN and taskset else argv
 
 
+def idle_priority(argv: list[str]) -> list[str]:
+    """`argv` at the scheduler's idle priority (SCHED_IDLE, every thread it starts included):
+    it runs only when nothing else on its CPUs wants to, so a soak beside the measured
+    scenarios takes no time from their load generators."""
+    chrt = shutil.which("chrt")
+    return [chrt, "--idle", "0", *argv] if chrt else argv
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -258,6 +266,7 @@ def product_server(
     backend: dict[str, str] | None = None,
     label: str = "product",
     cpus: str = SERVER_CPUS,
+    idle: bool = False,
 ) -> Process:
     human, tester = free_port(), free_port()
     while tester == human:
@@ -276,6 +285,8 @@ def product_server(
     if not runner:
         argv.append("--no-runner")
     argv = pinned(argv, cpus)
+    if idle:
+        argv = idle_priority(argv)
     process = Process(label, argv, env, workdir / f"{label}.log", wait_ports=[human, tester])
     process.tester_port = tester  # type: ignore[attr-defined]
     return process
@@ -324,8 +335,9 @@ def fake_model(workdir: Path, delay: float) -> Process:
 # --- the load generator ---------------------------------------------------------------------
 
 
-def load_argv(config: dict[str, Any]) -> list[str]:
-    return pinned([sys.executable, "-m", "bench.loadgen", json.dumps(config)], LOAD_CPUS)
+def load_argv(config: dict[str, Any], *, idle: bool = False) -> list[str]:
+    argv = pinned([sys.executable, "-m", "bench.loadgen", json.dumps(config)], LOAD_CPUS)
+    return idle_priority(argv) if idle else argv
 
 
 def load(config: dict[str, Any], timeout: float = 300.0) -> dict[str, Any]:
@@ -347,9 +359,9 @@ def load(config: dict[str, Any], timeout: float = 300.0) -> dict[str, Any]:
 class HeldLoad:
     """A load generator that holds its sockets open until `release` (P6)."""
 
-    def __init__(self, config: dict[str, Any]) -> None:
+    def __init__(self, config: dict[str, Any], *, idle: bool = False) -> None:
         self.popen = subprocess.Popen(
-            load_argv(config),
+            load_argv(config, idle=idle),
             cwd=ROOT,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,

@@ -976,7 +976,7 @@ def p5_skipped(run: Run) -> None:
 
 
 def idle_consoles(
-    run: Run, server: proc.Process, quiet_thread: int | None
+    run: Run, server: proc.Process, quiet_thread: int | None, *, idle: bool = False
 ) -> tuple[dict[str, Any], proc.HeldLoad]:
     """P6: server RSS before and 2 s after opening the idle Consoles, which stay open."""
     before = server.rss_kib()
@@ -987,7 +987,8 @@ def idle_consoles(
             "target": run.target(server),
             "consoles": run.plan.p6_consoles,
             "quiet_thread": quiet_thread,
-        }
+        },
+        idle=idle,
     )
     ready = held.wait_ready()
     time.sleep(2.0)
@@ -1004,7 +1005,9 @@ def idle_consoles(
 
 class Soak:
     """The product on a server of its own, beside the rest of the run: the idle Consoles of
-    P6 stay open while a light load runs for the soak's length and RSS is sampled."""
+    P6 stay open while a light load runs for the soak's length and RSS is sampled. The soak's
+    processes run on the load generators' CPU at idle priority: they take only time that the
+    measured scenarios' load generators leave, so their latencies are not the soak's."""
 
     def __init__(self, run: Run, template: Path) -> None:
         self.run = run
@@ -1014,6 +1017,7 @@ class Soak:
             run.sqlite_copy(template, "soak"),
             label="product-soak",
             cpus=proc.LOAD_CPUS,
+            idle=True,
         )
         self.samples: list[tuple[float, int]] = []
         self.stop = threading.Event()
@@ -1023,7 +1027,7 @@ class Soak:
         run.started.append(self.server)
         self.server.start()
         threads = run.threads(self.server, 6)
-        self.idle, self.held = idle_consoles(run, self.server, quiet_thread=threads[0])
+        self.idle, self.held = idle_consoles(run, self.server, quiet_thread=threads[0], idle=True)
         self.began = time.monotonic()
         self.sampler = threading.Thread(target=self.sample, daemon=True)
         self.sampler.start()
@@ -1034,10 +1038,11 @@ class Soak:
             "consoles": 10,
             "rate": 5,
             "duration": run.plan.soak_seconds,
-            "drain": 3.0,
+            # Generous: at idle priority the soak may be starved while a measured load runs.
+            "drain": 10.0,
         }
         self.load = subprocess.Popen(
-            proc.load_argv(config),
+            proc.load_argv(config, idle=True),
             cwd=proc.ROOT,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -1107,8 +1112,9 @@ class Soak:
             "RSS is the server process's (/proc VmRSS) before the Consoles open and 2 s after, "
             "on a freshly started server. The product's idle Consoles are thread streams of a "
             "thread with no traffic; the baseline's join its one group, with no sends. The "
-            "soak runs on a product server of its own, beside the rest of the run (on the load "
-            "generators' CPU, so as not to share the measured servers'): the idle "
+            "soak runs on a product server of its own, beside the rest of the run, on the load "
+            "generators' CPU (not the measured servers') at idle priority (not taking the load "
+            "generators' time), so its own latencies mean little: the idle "
             "Consoles stay open, 10 trail Consoles follow 5 sends/s, and RSS is sampled every "
             "2 s; drift compares the median of the last fifth with the second fifth (the first "
             "fifth is warm-up)."
