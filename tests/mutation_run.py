@@ -45,10 +45,20 @@ CASE_INSENSITIVE_HEADERS = "request.headers looks names up case-insensitively"
 CODEC_NAME = "codec names are case-insensitive: the same codec"
 SQLITE_LOCKS = "row locks do not exist on SQLite, where this runs; the PostgreSQL pass covers them"
 SQL_CASE = "SQL keywords and unquoted names are the same in any case"
+STREAM_LOCK = (
+    "the stream lock is PostgreSQL's: SQLite, where this runs, never takes it; the PostgreSQL "
+    "pass covers it (test_a_turn_on_postgresql_waits_for_its_business_stream_lock)"
+)
+STREAMS_WITH_LOCK = (
+    "`take_streams` acts only with `lock`, whose default is off: its own default is never acted on"
+)
+SHARED_STREAM_KEY = (
+    "the stream lock is PostgreSQL's (SQLite never asks its key); there, a key shared by more "
+    "businesses serialises more turns and orders none less: a cost, not a fault"
+)
 CONVERTER_ARGS = "these fields' converters (datetimes, JSON) read no expression or connection"
 SAME_LENGTHS = "the columns and their values come from one column list: always the same length"
 ONE_DATABASE = "one database: nothing reads a loaded instance's database alias"
-ALL_COLUMNS = "each model's columns here are all its concrete fields in order: read by position"
 DEFAULT_UNREAD = "every caller passes the argument: the default is never read"
 AT_IMPORT = (
     "a decorator's default, read at import before mutmut can switch it; applied by hand, "
@@ -102,16 +112,30 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
     "broker.access.x_access_claim__mutmut_15": ("XXselfXX", SQLITE_LOCKS),
     "broker.access.x_access_claim__mutmut_16": ('"SELF"', SQLITE_LOCKS),
     "broker.access.x_access_thread__mutmut_1": ("lock: bool = True", SQLITE_LOCKS),
-    "broker.access.x_access_thread__mutmut_6": ("_thread_read(lock=None)", SQLITE_LOCKS),
-    "broker.access.x__thread_read__mutmut_39": ('sql = " FOR UPDATE OF t"', SQLITE_LOCKS),
-    "broker.access.x__thread_read__mutmut_40": ('sql -= " FOR UPDATE OF t"', SQLITE_LOCKS),
-    "broker.access.x__thread_read__mutmut_41": ('"XX FOR UPDATE OF tXX"', SQLITE_LOCKS),
-    "broker.access.x__thread_read__mutmut_42": ('" for update of t"', SQLITE_LOCKS),
-    "broker.access.x__thread_read__mutmut_43": ('" FOR UPDATE OF T"', SQLITE_LOCKS),
-    "broker.access.x__thread_read__mutmut_18": ('"B.TESTER_ENABLED"', SQL_CASE),
-    "broker.access.x__thread_read__mutmut_22": ('" where c.thread_id', SQL_CASE),
-    "broker.access.x__thread_read__mutmut_23": ('" WHERE C.THREAD_ID', SQL_CASE),
-    "broker.access.x__thread_read__mutmut_36": ('" where t.id', SQL_CASE),
+    "broker.access.x_access_thread__mutmut_2": ("take_streams: bool = True", STREAMS_WITH_LOCK),
+    "broker.access.x_access_thread__mutmut_3": ("take_streams = None", STREAM_LOCK),
+    "broker.access.x_access_thread__mutmut_7": ('"XXpostgresqlXX"', STREAM_LOCK),
+    "broker.access.x_access_thread__mutmut_8": ('"POSTGRESQL"', STREAM_LOCK),
+    "broker.access.x_access_thread__mutmut_10": ("(take_streams) and False", STREAM_LOCK),
+    "broker.access.x_access_thread__mutmut_12": ("stream_lock_key(None)", STREAM_LOCK),
+    "broker.access.x_access_thread__mutmut_17": ("_thread_read(lock=None,", SQLITE_LOCKS),
+    "broker.access.x_access_thread__mutmut_18": ("take_streams=None)", STREAM_LOCK),
+    "broker.access.x_access_thread__mutmut_33": ("(take_streams) and False", STREAM_LOCK),
+    "broker.access.x_access_thread__mutmut_35": ("row[2:]", STREAM_LOCK),
+    "broker.access.x__thread_read__mutmut_17": ("(take_streams) and False", STREAM_LOCK),
+    "broker.access.x__thread_read__mutmut_41": ('sql = " FOR UPDATE OF t"', SQLITE_LOCKS),
+    "broker.access.x__thread_read__mutmut_42": ('sql -= " FOR UPDATE OF t"', SQLITE_LOCKS),
+    "broker.access.x__thread_read__mutmut_43": ('"XX FOR UPDATE OF tXX"', SQLITE_LOCKS),
+    "broker.access.x__thread_read__mutmut_44": ('" for update of t"', SQLITE_LOCKS),
+    "broker.access.x__thread_read__mutmut_45": ('" FOR UPDATE OF T"', SQLITE_LOCKS),
+    "broker.access.x__thread_read__mutmut_20": ('"B.TESTER_ENABLED"', SQL_CASE),
+    "broker.access.x__thread_read__mutmut_24": ('" where c.thread_id', SQL_CASE),
+    "broker.access.x__thread_read__mutmut_25": ('" WHERE C.THREAD_ID', SQL_CASE),
+    "broker.access.x__thread_read__mutmut_38": ('" where t.id', SQL_CASE),
+    "broker.access.x_access_human_actor__mutmut_9": ('"HUMAN"', SQL_CASE),
+    "broker.access.x_access_tester_actor__mutmut_7": ('"SLUG"', SQL_CASE),
+    "broker.access.x_stream_lock_key__mutmut_1": ("business_id | 0x7FFFFFFF", SHARED_STREAM_KEY),
+    "broker.access.x_stream_lock_key__mutmut_2": ("business_id & 2147483648", SHARED_STREAM_KEY),
     "broker.access.x__converted__mutmut_7": ("convert(value, None, connection)", CONVERTER_ARGS),
     "broker.access.x__converted__mutmut_8": (
         "convert(value, field.cached_col, None)",
@@ -121,7 +145,6 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
     "broker.access.x__loaded__mutmut_12": ("zip(columns, values, )", SAME_LENGTHS),
     "broker.access.x__loaded__mutmut_13": ("strict=False", SAME_LENGTHS),
     "broker.access.x__loaded__mutmut_14": ("from_db(None,", ONE_DATABASE),
-    "broker.access.x__loaded__mutmut_15": ("from_db(connection.alias, None,", ALL_COLUMNS),
     "broker.access.x_access_verb__mutmut_1": ("switch: bool = False", DEFAULT_UNREAD),
     "broker.access.x_verb__mutmut_1": ("switch_in_read: bool = True", AT_IMPORT),
     # chat/gates.py

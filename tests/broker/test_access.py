@@ -190,6 +190,16 @@ def test_access_human_actor_of_a_user_who_is_no_human_is_not_authenticated(busin
     )
 
 
+def test_access_human_actor_of_no_user_is_not_authenticated_without_a_query(
+    business, django_assert_num_queries
+) -> None:
+    """L2: a request with no signed-in user is refused before the database is asked: an
+    anonymous probe of the human listener costs no query."""
+    with django_assert_num_queries(0):
+        code = refusal_code(lambda: access.access_human_actor(username=""))
+    assert code == refusals.NOT_AUTHENTICATED
+
+
 def test_access_tester_actor_of_an_unknown_business_is_not_found(business) -> None:
     """L5: the tester listener configured for a business that does not exist serves nobody."""
     assert (
