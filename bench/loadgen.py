@@ -366,13 +366,16 @@ async def one_burst(
 
 
 async def overload(config: dict[str, Any], target: Target) -> dict[str, Any]:
-    """P7: open-loop at `high` sends/s for `high_seconds`, then at `low` for `low_seconds`, with
-    one trail Console open throughout. Every send gets `deadline` seconds to be answered; the
-    result is one record per send (see `bench.overload`), times relative to the start."""
+    """P7: open-loop at `low` sends/s for `calm_seconds` (the nominal), then at `high` for
+    `high_seconds`, then at `low` again for `low_seconds`, with one trail Console open
+    throughout. Every send gets `deadline` seconds to be answered; the result is one record per
+    send (see `bench.overload`), times relative to the start."""
     deadline = config.get("deadline", 5.0)
     high, low = config["high"], config["low"]
-    offsets = [i / high for i in range(int(high * config["high_seconds"]))]
-    drop = config["high_seconds"]
+    calm = config.get("calm_seconds", 0.0)
+    offsets = [i / low for i in range(int(low * calm))]
+    offsets += [calm + i / high for i in range(int(high * config["high_seconds"]))]
+    drop = calm + config["high_seconds"]
     offsets += [drop + i / low for i in range(int(low * config["low_seconds"]))]
     # Enough connections that the client never holds a send back: every send may wait out
     # its deadline, so as many as can be in flight at the high rate.
@@ -420,6 +423,7 @@ async def overload(config: dict[str, Any], target: Target) -> dict[str, Any]:
         )
     return {
         "records": records,
+        "calm_end": calm,
         "drop_at": drop,
         "end": drop + config["low_seconds"],
         "console_closed": closed_early,

@@ -50,6 +50,13 @@ def window_p99s(
     return [(i * width, percentile(b, 0.99)) for i, b in enumerate(buckets) if b]
 
 
+def nominal_p99(records: Sequence[Record], calm_end: float) -> float:
+    """The p99 of delivery of the sends due before `calm_end`: the server at the low rate
+    before the overload, what "back to nominal" after it means."""
+    ((_, p99),) = window_p99s(records, 0.0, calm_end, calm_end)
+    return p99
+
+
 def recovery_seconds(windows: Sequence[tuple[float, float]], limit: float, width: float) -> float:
     """Seconds after the drop until the windowed p99 stays at or under `limit`: the end of
     the last window over it (0 when none is)."""

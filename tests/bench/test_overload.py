@@ -47,6 +47,12 @@ def test_window_p99s_buckets_by_due_time() -> None:
     assert windows == [(0.0, pytest.approx(0.5)), (1.0, pytest.approx(0.01))]
 
 
+def test_nominal_p99_is_of_the_sends_due_before_the_overload() -> None:
+    calm = [sent(i / 100, 0.01, arrives=0.02) for i in range(100)]
+    overloaded = [sent(1.0 + i / 100, 0.5) for i in range(100)]  # refused: never delivered
+    assert overload.nominal_p99(calm + overloaded, 1.0) == pytest.approx(0.02)
+
+
 def test_recovery_seconds_ends_with_the_last_window_over_the_limit() -> None:
     windows = [(0.0, 3.0), (1.0, 0.05), (2.0, 0.4), (3.0, 0.05)]
     assert overload.recovery_seconds(windows, 0.1, 1.0) == 3.0
