@@ -53,13 +53,28 @@ def test_nominal_p99_is_of_the_sends_due_before_the_overload() -> None:
     assert overload.nominal_p99(calm + overloaded, 1.0) == pytest.approx(0.02)
 
 
-def test_recovery_seconds_ends_with_the_last_window_over_the_limit() -> None:
-    windows = [(0.0, 3.0), (1.0, 0.05), (2.0, 0.4), (3.0, 0.05)]
-    assert overload.recovery_seconds(windows, 0.1, 1.0) == 3.0
+def test_recovery_seconds_is_when_the_p99_of_the_sends_after_it_is_within_the_limit() -> None:
+    queued = [sent(10.0 + i / 100, 0.01, arrives=1.0 - i / 200) for i in range(200)]  # draining
+    served = [sent(12.0 + i / 100, 0.01, arrives=0.02) for i in range(800)]
+    assert overload.recovery_seconds(queued + served, 10.0, 20.0, 0.05) == 2.0
 
 
-def test_recovery_seconds_is_zero_when_never_over() -> None:
-    assert overload.recovery_seconds([(0.0, 0.05), (1.0, 0.05)], 0.1, 1.0) == 0.0
+def test_recovery_seconds_ignores_a_lone_late_stall() -> None:
+    """One slow send among a thousand is not a server that has yet to recover."""
+    served = [sent(10.0 + i / 100, 0.01, arrives=0.02) for i in range(1000)]
+    served[900] = sent(19.0, 0.01, arrives=0.5)
+    assert overload.recovery_seconds(served, 10.0, 20.0, 0.05) == 0.0
+
+
+def test_recovery_seconds_counts_a_refused_send_as_never_delivered() -> None:
+    refused = [sent(10.0 + i / 100, 0.01, 503) for i in range(100)]
+    served = [sent(11.0 + i / 100, 0.01, arrives=0.02) for i in range(900)]
+    assert overload.recovery_seconds(refused + served, 10.0, 20.0, 0.05) == 1.0
+
+
+def test_recovery_seconds_never_back_is_the_whole_phase() -> None:
+    slow = [sent(10.0 + i / 100, 0.01, arrives=0.5) for i in range(1000)]
+    assert overload.recovery_seconds(slow, 10.0, 20.0, 0.05) == 10.0
 
 
 def test_figures_count_lost_rows_and_unacceptable_answers() -> None:
