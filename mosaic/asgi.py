@@ -18,6 +18,7 @@ from django.conf import settings  # noqa: E402
 from django.db import connections  # noqa: E402
 
 from broker.boot import refuse_invalid_businesses, refuse_unguarded_database, started  # noqa: E402
+from broker.checkpoints import start_checkpoints  # noqa: E402
 from mosaic.handler import WorkerPool  # noqa: E402
 from mosaic.listeners import (  # noqa: E402
     build_human_application,
@@ -37,4 +38,5 @@ workers = WorkerPool(size=settings.MOSAIC_HTTP_WORKERS, wait=settings.MOSAIC_HTT
 human_application = build_human_application(http_handler(workers))
 tester_application = build_tester_application(plain_http_handler(workers))
 application = by_port(human=human_application, tester=tester_application)
+start_checkpoints()
 started()

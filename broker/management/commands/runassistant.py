@@ -12,6 +12,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from broker.boot import refuse_invalid_businesses, refuse_unguarded_database, started
+from broker.checkpoints import start_checkpoints
 from broker.models import Business, Instance
 from broker.runner.service import DEFAULT_CONCURRENCY, Runner
 
@@ -60,6 +61,7 @@ class Command(BaseCommand):
 
         signal.signal(signal.SIGINT, on_signal)
         signal.signal(signal.SIGTERM, on_signal)
+        start_checkpoints()
         started()
         try:
             runner.start()
