@@ -33,21 +33,30 @@ def checkpoint(database: BaseDatabaseWrapper = connection) -> tuple[int, int, in
     return busy, log_frames, copied
 
 
-def start_checkpoints(interval: float = CHECKPOINT_SECONDS) -> threading.Thread | None:
-    """On SQLite, a daemon thread checkpointing every `interval` seconds; None elsewhere."""
-    if connection.vendor != "sqlite":
-        return None
-    stop = threading.Event()
+class Checkpoints(threading.Thread):
+    """A daemon thread running `checkpoint` every `interval` seconds until `stop`."""
 
-    def run() -> None:
-        while not stop.wait(interval):
+    def __init__(self, interval: float) -> None:
+        super().__init__(name="mosaic-wal-checkpoints", daemon=True)
+        self.interval = interval
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        while not self.stopped.wait(self.interval):
             try:
                 checkpoint()
             except Exception:  # a failed checkpoint is retried; the log waits meanwhile
                 logger.exception("WAL checkpoint failed")
                 connection.close()
 
-    thread = threading.Thread(target=run, name="mosaic-wal-checkpoints", daemon=True)
-    thread.stop = stop  # type: ignore[attr-defined]
+    def stop(self) -> None:
+        self.stopped.set()
+
+
+def start_checkpoints(interval: float = CHECKPOINT_SECONDS) -> Checkpoints | None:
+    """On SQLite, a started `Checkpoints` thread; None on any other database."""
+    if connection.vendor != "sqlite":
+        return None
+    thread = Checkpoints(interval)
     thread.start()
     return thread

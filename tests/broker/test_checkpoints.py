@@ -57,5 +57,5 @@ def test_the_checkpoint_thread_runs_on_sqlite_only(monkeypatch: pytest.MonkeyPat
     try:
         assert ran.wait(5)
     finally:
-        thread.stop.set()  # type: ignore[attr-defined]
+        thread.stop()
         thread.join(5)
