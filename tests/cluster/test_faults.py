@@ -30,6 +30,12 @@ async def trail_ids(api: Api, after: int) -> list[int]:
     return [row["id"] for row in await api.all_rows("/api/trail", "rows") if row["id"] > after]
 
 
+def holds_the_trail(received: list[int], expected: list[int]) -> bool:
+    """A socket's rows are the database's as last read — no gap, no duplicate, in id order —
+    followed only by rows committed after that read (a runner may still be closing its turn)."""
+    return received[: len(expected)] == expected and received == sorted(set(received))
+
+
 async def newest_trail_id(api: Api) -> int:
     rows = (await api.ok("/api/trail?limit=1"))["rows"]
     return int(rows[-1]["id"]) if rows else 0
@@ -118,7 +124,7 @@ def test_redis_restarted_under_live_consoles_they_resume_with_no_gap(cluster: Cl
 
     result = asyncio.run(scenario())
     for each in result["followers"]:
-        assert each.received == result["expected"]  # no gap, no duplicate, in id order
+        assert holds_the_trail(each.received, result["expected"]), each.received
         # A socket closed on the way only as `unavailable`, the code that says "retry".
         assert set(each.closes) <= {4503}, each.closes
     outages = ", ".join(f"{down:.1f}s with {turns} turns sent" for down, turns in result["outages"])
@@ -220,7 +226,7 @@ def test_postgres_connections_cut_answer_503_then_recover_without_restart(
         assert seconds < 5, (label, seconds)
     assert result["pages"] == [200, 200]  # the Console pages need no database
     assert result["socket"] == 4503
-    assert result["trail"].received == result["expected"]
+    assert holds_the_trail(result["trail"].received, result["expected"]), result["trail"].received
     print(
         f"postgres cut: {len(result['answers'])} requests answered 503 in at most "
         f"{max(s for *_, s in result['answers']):.2f}s; first write accepted "
@@ -269,7 +275,7 @@ def test_a_killed_human_listener_leaves_the_others_serving(cluster: Cluster) -> 
         return {"on_b": on_b, "on_a": on_a, "expected": expected, "dead": dead, "served": served}
 
     result = asyncio.run(scenario())
-    assert result["on_b"].received == result["expected"]
+    assert holds_the_trail(result["on_b"].received, result["expected"]), result["on_b"].received
     assert result["on_b"].connects == 1  # never dropped
     assert isinstance(result["dead"][0], Exception)
     assert result["on_a"].connects == 1
