@@ -372,7 +372,7 @@ async def overload(config: dict[str, Any], target: Target) -> dict[str, Any]:
     send (see `bench.overload`), times relative to the start."""
     deadline = config.get("deadline", 5.0)
     high, low = config["high"], config["low"]
-    calm = config.get("calm_seconds", 0.0)
+    calm = config["calm_seconds"]
     offsets = [i / low for i in range(int(low * calm))]
     offsets += [calm + i / high for i in range(int(high * config["high_seconds"]))]
     drop = calm + config["high_seconds"]

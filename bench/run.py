@@ -9,9 +9,8 @@ the median over the repeats; ratios are taken between medians of the same run.
 The full run (`make bench`) covers two configurations — SQLite with the in-memory layer, and
 PostgreSQL with Redis — and rewrites `docs/benchmarks.md`. The quick run (`make bench-quick`)
 covers SQLite with the in-memory layer only, with shorter windows and a 20-second soak, and
-prints its tables. `--only` runs some scenarios alone (with what they need: P7 measures P1 and
-P2 on PostgreSQL + Redis first, for the capacity and the nominal p99) and writes nothing unless
-given `--output`.
+prints its tables. `--only` runs some scenarios alone (with what they need: P7 measures P1 on
+PostgreSQL + Redis first, for the capacity) and writes nothing unless given `--output`.
 """
 
 from __future__ import annotations
@@ -407,7 +406,7 @@ def stream_rows(runs: dict[str, list[dict[str, Any]]], figure: str) -> list[dict
 
 
 def p2_section(run: Run, setup: str, runs: dict[str, list[dict[str, Any]]]) -> float:
-    """P2's table; returns the product's p99 in ms (P7's nominal)."""
+    """P2's table; returns the product's p99 in ms (quoted beside P7's nominal)."""
     section = run.section(
         f"P2 {setup}",
         f"P2 — send → trail frame at one Console, {P2_RATE} sends/s ({LAYERS[setup]})",
@@ -514,7 +513,7 @@ def pair_scenarios(
     plan = run.plan
     found: dict[str, float] = {}
     needs_p1 = run.wants("P1") or (setup == SERVICES and run.wants("P7"))
-    needs_p2 = run.wants("P2", "P1c") or (setup == SERVICES and run.wants("P7"))
+    needs_p2 = run.wants("P2", "P1c")
     if needs_p1:
         found["capacity"] = p1_section(run, setup, sends_per_second(run, pair, floor))
     if needs_p2:
@@ -633,14 +632,8 @@ def p7(
     too_many = log.count("too many clients")
     records = [cast(overload.Record, tuple(r)) for r in result["records"]]
     calm_end, drop = result["calm_end"], result["drop_at"]
-    nominal = 1000 * overload.nominal_p99(records, calm_end)
-    figures = overload.figures(
-        records,
-        drop,
-        result["end"],
-        nominal / 1000,
-        deadline=config["deadline"],
-    )
+    nominal = overload.nominal_p99(records, calm_end)
+    figures = overload.figures(records, drop, result["end"], nominal, deadline=config["deadline"])
     run.log(
         f"P7: {figures['kinds']}, lost {figures['lost']}, recovery {figures['recovery']:.1f} s, "
         f"too many clients {too_many}, Console closed {result['console_closed']}"
@@ -683,7 +676,7 @@ def p7(
         report.verdict("2xx rows not delivered to the Console", float(figures["lost"]), 0, False),
         report.verdict(
             "seconds after the drop until the p99 of the sends after it is ≤ 2× nominal "
-            f"({2 * nominal:.0f} ms)",
+            f"({2000 * nominal:.0f} ms)",
             figures["recovery"],
             5,
             False,
@@ -692,11 +685,16 @@ def p7(
     windows = ", ".join(
         "∞" if p99 is None else f"{1000 * p99:.0f}" for _, p99 in figures["windows"]
     )
+    p2_nominal = (
+        f"; P2's at {P2_RATE} sends/s was {found['nominal_p99']:.0f} ms"
+        if "nominal_p99" in found
+        else ""
+    )
     section["note"] = (
         f"Capacity is P1's product sends/s on this configuration in this run ({capacity:.0f}); "
         f"nominal is the product's p99 send → Console frame at half capacity in the "
-        f"{calm_end:g} s before the overload ({nominal:.0f} ms; P2's at {P2_RATE} sends/s was "
-        f"{found['nominal_p99']:.0f} ms). Open loop; each send gets 5 s "
+        f"{calm_end:g} s before the overload ({1000 * nominal:.0f} ms{p2_nominal}). Open loop; "
+        "each send gets 5 s "
         "for its answer (latencies in the table are send → answer). Answers: "
         + ", ".join(f"{kind} {n}" for kind, n in sorted(figures["kinds"].items()))
         + f". PostgreSQL connections at peak: {watch.peak_database} to the product's database, "
