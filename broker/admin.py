@@ -2,12 +2,12 @@
 
 Admin reads the tables directly, across businesses: staff see every thread by design (the
 Console is where views are scoped). It never writes a record itself. Message, Event,
-ThreadOpen, TrailRow and Decision are append-only in the database; claims, tasks and stored
-idempotent answers are written only by the broker; businesses, roles and instances come from
-business files, where the loader checks R4 and R5; projects and threads are created through
-the broker, and a thread's owner never changes (R1, R20). So every page is read-only, for
-superusers too, and the one staff write — ending an instance — goes through
-`broker.actions.end_instance`."""
+ThreadOpen, TrailRow and Decision are append-only in the database; claims, tasks, stored
+idempotent answers and the tester's suite runs are written only by the broker; businesses,
+roles and instances come from business files, where the loader checks R4 and R5; projects and
+threads are created through the broker, and a thread's owner never changes (R1, R20). So every
+page is read-only, for superusers too, and the one staff write — ending an instance — goes
+through `broker.actions.end_instance`."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from django.utils.safestring import SafeString
 from django.utils.text import Truncator
 
 from broker import actions as broker_actions
-from broker import fields
+from broker import fields, suite_runs
 from broker.actors import Actor
 from broker.models import (
     TESTER,
@@ -39,6 +39,8 @@ from broker.models import (
     Message,
     Project,
     RoleDefinition,
+    SuiteCase,
+    SuiteRun,
     Task,
     Thread,
     ThreadClaim,
@@ -637,3 +639,95 @@ class IdempotentWriteAdmin(ReadOnlyAdmin):
     list_select_related = ("business",)
     search_fields = ("key",)
     date_hierarchy = "created_at"
+
+
+# --- the tester's suite runs -------------------------------------------------------------
+
+
+class SuiteRunStateFilter(admin.SimpleListFilter):
+    """Runs still recording cases, or ended."""
+
+    title = "run"
+    parameter_name = "state"
+
+    def lookups(
+        self, request: HttpRequest, model_admin: admin.ModelAdmin[Any]
+    ) -> list[tuple[str, str]]:
+        return [("open", "not ended"), ("ended", "ended")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        if self.value() == "open":
+            return queryset.filter(ended_at__isnull=True)
+        if self.value() == "ended":
+            return queryset.filter(ended_at__isnull=False)
+        return queryset
+
+
+@admin.register(SuiteRun)
+class SuiteRunAdmin(ReadOnlyAdmin):
+    """The tester's conversation-test runs, each with its cases counted; a run's cases are on
+    their own list (`cases`), a page at a time, never inline."""
+
+    list_display = ("id", "business", "suite_names", "started_at", "ended_at", "counts_text")
+    list_filter = (SuiteRunStateFilter, ("business", admin.RelatedFieldListFilter))
+    list_select_related = ("business",)
+    list_per_page = 50
+    show_full_result_count = False
+    date_hierarchy = "started_at"
+    fields = (
+        "business",
+        "suite_names",
+        "started_at",
+        "ended_at",
+        "baseline",
+        "counts_text",
+        "cases",
+    )
+    readonly_fields = fields
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[SuiteRun]:
+        return suite_runs.with_counts(super().get_queryset(request))
+
+    @admin.display(description="suites")
+    def suite_names(self, obj: SuiteRun) -> str:
+        return ", ".join(obj.suites)
+
+    @admin.display(description="cases")
+    def counts_text(self, obj: SuiteRun) -> str:
+        return ", ".join(f"{count} {name}" for name, count in obj.counts.items())
+
+    @admin.display(description="its cases")
+    def cases(self, obj: SuiteRun) -> SafeString:
+        url = reverse("admin:broker_suitecase_changelist")
+        return format_html('<a href="{}?run__id__exact={}">its cases</a>', url, obj.pk)
+
+
+@admin.register(SuiteCase)
+class SuiteCaseAdmin(ReadOnlyAdmin):
+    """Each case's result in a run; a run's page links here narrowed to that run."""
+
+    list_display = (
+        "id",
+        "run",
+        "suite",
+        "case",
+        "instance",
+        "verdict",
+        "passed",
+        "change",
+        "created_at",
+    )
+    list_filter = (
+        "verdict",
+        "change",
+        ("run__business", admin.RelatedFieldListFilter),
+    )
+    list_select_related = ("run",)
+    list_per_page = 100
+    show_full_result_count = False
+    search_fields = ("suite", "case")
+    date_hierarchy = "created_at"
+
+    @admin.display(description="passed", ordering="passed_runs")
+    def passed(self, obj: SuiteCase) -> str:
+        return f"{obj.passed_runs}/{obj.runs}"

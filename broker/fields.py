@@ -59,11 +59,13 @@ def clean_text(value: object, *, what: str) -> str:
     return value
 
 
-def clean_name(value: object, *, what: str) -> str:
-    """A project or thread name: 1 to MOSAIC_NAME_MAX characters, something visible among them,
-    no control characters and no bidirectional controls."""
+def clean_name(value: object, *, what: str, limit: int | None = None) -> str:
+    """A project or thread name: 1 to MOSAIC_NAME_MAX characters (or `limit`, for names of
+    other things), something visible among them, no control characters and no bidirectional
+    controls."""
     text = clean_text(value, what=what)
-    limit: int = settings.MOSAIC_NAME_MAX
+    if limit is None:
+        limit = settings.MOSAIC_NAME_MAX
     if _shows_nothing(text):
         raise Refusal(refusals.INVALID, f"The {what} must not be empty or invisible.")
     if len(text) > limit:

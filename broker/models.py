@@ -11,9 +11,9 @@ from __future__ import annotations
 from datetime import datetime
 
 from django.db import models
-from django.db.models import Q
+from django.db.models import F, Q
 
-from broker import fields
+from broker import fields, suite_fields
 
 # Addresses on the bus that are never an instance's name.
 HUMAN = "human"
@@ -83,6 +83,29 @@ class MessageClass(models.TextChoices):
     RESULT = "RESULT"  # a run's reply
     NOTICE = "NOTICE"
     MESSAGE = "MESSAGE"
+
+
+class SuiteVerdict(models.TextChoices):
+    """A conversation-test case's verdict over its repeats, as the runner judged it."""
+
+    PASS = "pass"
+    FLAKY = "flaky"  # passed in some repeats, not all
+    FAIL = "fail"
+    ERROR = "error"  # could not be judged (no answer from the listener, a refusal)
+
+
+# Verdicts of a case that works, and of one that does not, as a baseline comparison reads them.
+WORKING = (SuiteVerdict.PASS, SuiteVerdict.FLAKY)
+BROKEN = (SuiteVerdict.FAIL, SuiteVerdict.ERROR)
+
+
+class SuiteChange(models.TextChoices):
+    """How a case's verdict compares with the same case in its run's baseline (the broker's)."""
+
+    REGRESSED = "regressed"  # worked there, broken now
+    FIXED = "fixed"  # broken there, works now
+    SAME = "same"
+    NEW = "new"  # no such case there, or no baseline
 
 
 class Business(models.Model):
@@ -505,3 +528,99 @@ class IdempotentWrite(models.Model):
 
     def __str__(self) -> str:
         return f"{self.owner}: {self.key}"
+
+
+class SuiteRun(models.Model):
+    """One run of the conversation tests, stored through the tester listener for the tester's
+    own history. Not bus traffic: no trail row, no thread stream, no push."""
+
+    business = models.ForeignKey(Business, on_delete=models.PROTECT, related_name="suite_runs")
+    # The names of the suites it covers, sorted, each once.
+    suites = models.JSONField()
+    started_at = models.DateTimeField(auto_now_add=True)
+    # Null until the runner ends it; a run that ended takes no more cases.
+    ended_at = models.DateTimeField(null=True, blank=True)
+    # An earlier run of the same business its cases are compared with (none: every case `new`).
+    baseline = models.ForeignKey(
+        "self", on_delete=models.PROTECT, null=True, blank=True, related_name="compared_runs"
+    )
+
+    # Its cases counted by verdict, and those that regressed, annotated by the reads
+    # (`suite_runs.with_counts`); these class values are a run's with no cases.
+    pass_count: int = 0
+    flaky_count: int = 0
+    fail_count: int = 0
+    error_count: int = 0
+    regressed_count: int = 0
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(ended_at__isnull=True) | Q(ended_at__gte=F("started_at")),
+                name="suite_run_ends_after_start",
+            ),
+        ]
+        indexes = [
+            # The runs list, newest first, and `compare: "last"`: one business's runs by id.
+            models.Index(fields=["business", "id"], name="suite_run_business"),
+        ]
+
+    def __str__(self) -> str:
+        return f"suite run {self.pk}"
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Its cases by verdict (`pass`, `flaky`, `fail`, `error`) and how many regressed."""
+        counted = {verdict: getattr(self, f"{verdict}_count") for verdict in SuiteVerdict.values}
+        return {**counted, SuiteChange.REGRESSED.value: self.regressed_count}
+
+
+class SuiteCase(models.Model):
+    """One case's result in a suite run: its verdict over its repeats, how that compares with
+    the baseline (`change`, computed by the broker), its threads, failures and attempts."""
+
+    run = models.ForeignKey(SuiteRun, on_delete=models.PROTECT, related_name="cases")
+    suite = models.CharField(max_length=suite_fields.SUITE_NAME_MAX)
+    case = models.CharField(max_length=suite_fields.SUITE_NAME_MAX)
+    # The instance the case's threads talked to; empty when it reached none (no thread).
+    instance = models.CharField(max_length=suite_fields.INSTANCE_NAME_MAX, blank=True)
+    verdict = models.CharField(max_length=10, choices=SuiteVerdict.choices)
+    passed_runs = models.PositiveIntegerField()
+    runs = models.PositiveIntegerField()
+    change = models.CharField(max_length=10, choices=SuiteChange.choices)
+    # Ids of the tester's threads the case used.
+    threads = models.JSONField(default=list)
+    # `{"repeat", "turn", "sent", "expected", "actual"}` for each failed expectation.
+    failures = models.JSONField(default=list)
+    # The runner's detail of each repeat, as it sent it (`suite_fields.clean_attempts`).
+    attempts = models.JSONField(default=list)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["run", "suite", "case", "instance"], name="suite_case_unique_per_run"
+            ),
+            models.CheckConstraint(
+                condition=Q(verdict__in=SuiteVerdict.values), name="suite_case_verdict_known"
+            ),
+            models.CheckConstraint(
+                condition=Q(change__in=SuiteChange.values), name="suite_case_change_known"
+            ),
+            models.CheckConstraint(
+                condition=Q(runs__gte=1, runs__lte=suite_fields.RUNS_MAX),
+                name="suite_case_runs_range",
+            ),
+            models.CheckConstraint(
+                condition=Q(passed_runs__lte=F("runs")), name="suite_case_passed_within_runs"
+            ),
+            models.CheckConstraint(
+                condition=~Q(suite="") & ~Q(case=""), name="suite_case_names_not_empty"
+            ),
+            models.CheckConstraint(
+                condition=~Q(instance="") | Q(threads=[]), name="suite_case_instance_of_threads"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.suite} · {self.case} ({self.instance})"

@@ -14,7 +14,8 @@ from broker.actors import Actor, ActorKind
 from broker.models import HUMAN, TESTER
 
 # R22: the verbs the tester may call (the seed's TESTER_VERBS), whatever the transport; renaming
-# and archiving its own threads among them (issue #15).
+# and archiving its own threads among them (issue #15), and storing and reading the history of
+# its conversation-test runs (`broker.suite_runs`, the tester's alone).
 TESTER_VERBS = frozenset(
     {
         "project.create",
@@ -31,6 +32,11 @@ TESTER_VERBS = frozenset(
         "messages.view",
         "trail.read",
         "assistant.stop",
+        "suite_run.start",
+        "suite_run.record",
+        "suite_run.end",
+        "suite_run.list",
+        "suite_run.read",
     }
 )
 

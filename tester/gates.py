@@ -20,7 +20,8 @@ from broker.actors import Actor
 from chat.gates import PROXY_SECRET_HEADER, JsonBody, SameOriginFetch, is_write
 
 # L4: the only writes the tester may make, (method, route) exactly — the chat writes, the
-# changes to its own threads and their read marks, and the tester's stop.
+# changes to its own threads and their read marks, the tester's stop, and the three writes of
+# its suite runs' history (start, record a case, end).
 TESTER_WRITES = frozenset(
     {
         ("POST", "chat-projects"),
@@ -30,6 +31,9 @@ TESTER_WRITES = frozenset(
         ("POST", "chat-thread-messages"),
         ("POST", "chat-thread-open"),
         ("POST", "chat-stop"),
+        ("POST", "suite-runs"),
+        ("POST", "suite-run-cases"),
+        ("POST", "suite-run-end"),
     }
 )
 TESTER_WRITE_ROUTES = frozenset(name for _, name in TESTER_WRITES)
@@ -68,7 +72,7 @@ class TesterActorRequired(BasePermission):
 class TesterFence(BasePermission):
     """L4: a tester write is an allow-listed method on an allow-listed route, exactly."""
 
-    message = "The tester listener permits only chat writes and the tester's stop."
+    message = "The tester listener permits only chat writes, the tester's stop and its suite runs."
     code = refusals.TESTER_REFUSED
 
     def has_permission(self, request: Request, view: Any) -> bool:

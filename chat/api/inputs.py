@@ -56,7 +56,16 @@ class StrictBool(serializers.BooleanField):
         return data
 
 
-class StrictId(serializers.IntegerField):
+class StrictInteger(serializers.IntegerField):
+    """A JSON integer (not a string, a float or a boolean)."""
+
+    def to_internal_value(self, data: Any) -> int:
+        if isinstance(data, bool) or not isinstance(data, int):
+            self.fail("invalid")
+        return int(super().to_internal_value(data))
+
+
+class StrictId(StrictInteger):
     """A JSON integer id (not a string, not a boolean)."""
 
     def __init__(self, **kwargs: Any) -> None:
@@ -64,10 +73,15 @@ class StrictId(serializers.IntegerField):
         kwargs.setdefault("max_value", 2**63 - 1)
         super().__init__(**kwargs)
 
-    def to_internal_value(self, data: Any) -> int:
-        if isinstance(data, bool) or not isinstance(data, int):
-            self.fail("invalid")
-        return int(super().to_internal_value(data))
+
+class StrictChoice(serializers.ChoiceField):
+    """A JSON string among the choices (DRF's own field compares `str(data)` with them, so it
+    judges a number or a list by its text)."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if not isinstance(data, str):
+            self.fail("invalid_choice", input=type(data).__name__)
+        return super().to_internal_value(data)
 
 
 class QueryNumber(serializers.IntegerField):

@@ -17,7 +17,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from broker import actions, idempotency, refusals, selectors
+from broker import actions, idempotency, refusals, selectors, suite_runs
 from broker.actors import Actor
 from broker.models import (
     Business,
@@ -29,6 +29,8 @@ from broker.models import (
     Message,
     MessageClass,
     Project,
+    SuiteCase,
+    SuiteRun,
     Task,
     Thread,
     ThreadClaim,
@@ -55,6 +57,7 @@ class Records:
     other_thread: Thread
     ended_claim: ThreadClaim
     open_claim: ThreadClaim
+    suite_run: SuiteRun
 
 
 @pytest.fixture
@@ -83,6 +86,20 @@ def records(business: Business, human: Actor, tester: Actor, assistant_run: Acto
     idempotency.remember_answer(
         tester, key="key-1", fingerprint="create thread", produce=lambda: {"thread": 2}
     )
+    suite_run = suite_runs.start_suite_run(tester, suites=["smoke"])
+    suite_runs.record_suite_case(
+        tester,
+        run_id=suite_run.pk,
+        suite="smoke",
+        case="greets",
+        instance="assistant",
+        verdict="fail",
+        passed_runs=0,
+        runs=1,
+        threads=[tester_thread.pk],
+        failures=[{"repeat": 1, "turn": 0, "sent": "hi", "expected": "hello", "actual": "no"}],
+    )
+    suite_runs.end_suite_run(tester, run_id=suite_run.pk)
 
     # A second business whose assistant may route decisions to its human (R19).
     other = make_business("acme", human="grace", cross_role=("human",))
@@ -103,6 +120,7 @@ def records(business: Business, human: Actor, tester: Actor, assistant_run: Acto
         other_thread=other_thread,
         ended_claim=ended_claim,
         open_claim=open_claim,
+        suite_run=suite_run,
     )
 
 
@@ -184,6 +202,42 @@ def test_thread_change_page_links_to_its_trail_rows_and_tasks(
     assert tasks and listed(admin_client, Task, {"thread": thread.pk}) == tasks
     assert listed(admin_client, Task, {"thread": records.tester_thread.pk}) == set()
     assert listed(admin_client, Task, {"thread": "x"}) == set()
+
+
+def test_suite_run_pages_show_counts_and_link_to_the_runs_cases(
+    admin_client: Client, records: Records, tester: Actor
+) -> None:
+    """A run's list shows its suites and counted cases, a page at a time without counting the
+    table; its page links to its cases' list narrowed to that run, never inline (STYLE 22)."""
+    other = suite_runs.start_suite_run(tester, suites=["billing"])
+    suite_runs.record_suite_case(
+        tester,
+        run_id=other.pk,
+        suite="billing",
+        case="refunds",
+        instance="assistant",
+        verdict="pass",
+        passed_runs=1,
+        runs=1,
+    )
+    run = records.suite_run
+    listing = admin_client.get(changelist(SuiteRun))
+    assert {"id", "suite_names", "started_at", "ended_at", "counts_text"} <= set(
+        listing.context["cl"].list_display
+    )
+    run_admin = admin.site.get_model_admin(SuiteRun)
+    assert (run_admin.list_per_page, run_admin.show_full_result_count) == (50, False)
+    assert "0 pass, 0 flaky, 1 fail, 0 error, 0 regressed" in listing.content.decode()
+    page = admin_client.get(change_url(SuiteRun, run.pk))
+    assert page.context["inline_admin_formsets"] == []
+    assert f'{changelist(SuiteCase)}?run__id__exact={run.pk}"' in page.content.decode()
+    assert listed(admin_client, SuiteCase, {"run__id__exact": run.pk}) == set(
+        SuiteCase.objects.filter(run=run).values_list("pk", flat=True)
+    )
+    assert listed(admin_client, SuiteCase, {"run__id__exact": other.pk}) == set(
+        SuiteCase.objects.filter(run=other).values_list("pk", flat=True)
+    )
+    assert admin.site.get_model_admin(SuiteCase).show_full_result_count is False
 
 
 def test_trail_changelist_shows_actor_kind_thread_and_channel(
@@ -579,7 +633,9 @@ def test_admin_thread_changelist_query_count_flat_from_10_to_1000_threads(
         assert admin_client.get(changelist(Thread)).status_code == 200
 
 
-@pytest.mark.parametrize("model", [Message, TrailRow, ThreadClaim, ThreadOpen, Event])
+@pytest.mark.parametrize(
+    "model", [Message, TrailRow, ThreadClaim, ThreadOpen, Event, SuiteRun, SuiteCase]
+)
 def test_admin_changelist_query_count_flat_as_rows_grow(
     admin_client: Client,
     business: Business,
@@ -600,6 +656,18 @@ def test_admin_changelist_query_count_flat_as_rows_grow(
             actions.send_to_thread(side, thread_id=thread.pk, body="work")
             claim = factories.claim(assistant_run, thread)
             actions.end_claim(assistant_run, claim_id=claim.pk)
+            run = suite_runs.start_suite_run(tester, suites=["smoke"])
+            suite_runs.record_suite_case(
+                tester,
+                run_id=run.pk,
+                suite="smoke",
+                case=f"{count} {n}",
+                instance="assistant",
+                verdict="pass",
+                passed_runs=1,
+                runs=1,
+                threads=[thread.pk] if side is tester else [],
+            )
 
     grow(3)
     at_few = queries_of(admin_client, changelist(model))

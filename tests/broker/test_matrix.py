@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from broker import actions, policy, refusals, selectors
+from broker import actions, policy, refusals, selectors, suite_runs
 from broker.access import VERBS
 from broker.actors import Actor, ActorKind
 from broker.models import Business, Message, Thread, ThreadOpen, TrailRow
@@ -149,6 +149,20 @@ def test_tester_verb_while_tester_off_refuses_tester_off(
         "messages.view": lambda: selectors.messages_view(tester),
         "trail.read": lambda: selectors.read_trail(tester),
         "assistant.stop": lambda: actions.stop_assistant(tester),
+        "suite_run.start": lambda: suite_runs.start_suite_run(tester, suites=["smoke"]),
+        "suite_run.record": lambda: suite_runs.record_suite_case(
+            tester,
+            run_id=1,
+            suite="smoke",
+            case="greets",
+            instance="assistant",
+            verdict="pass",
+            passed_runs=1,
+            runs=1,
+        ),
+        "suite_run.end": lambda: suite_runs.end_suite_run(tester, run_id=1),
+        "suite_run.list": lambda: suite_runs.list_suite_runs(tester),
+        "suite_run.read": lambda: suite_runs.read_suite_run(tester, run_id=1),
     }
     assert set(calls) == policy.TESTER_VERBS
     with pytest.raises(Refusal) as refusal:

@@ -98,9 +98,15 @@ def test_docs_page_is_served_without_a_cdn(anonymous_client: ListenerClient) -> 
 
 
 def test_schemas_name_each_listeners_routes() -> None:
-    """Both schemas hold the shared chat routes; only the human's has sign-in and the inbox."""
+    """Both schemas hold the shared chat routes; only the human's has sign-in and the inbox,
+    only the tester's its suite runs."""
     shared = {"/" + route.replace("<id:thread_id>", "{thread_id}") for route, _, _ in ROUTES}
-    assert set(TESTER_SCHEMA["paths"]) == shared
+    assert set(TESTER_SCHEMA["paths"]) == shared | {
+        "/api/suite-runs",
+        "/api/suite-runs/{run_id}",
+        "/api/suite-runs/{run_id}/cases",
+        "/api/suite-runs/{run_id}/end",
+    }
     assert set(HUMAN_SCHEMA["paths"]) == shared | {
         "/api/auth/login",
         "/api/auth/logout",

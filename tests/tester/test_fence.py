@@ -6,7 +6,8 @@ import pytest
 
 from chat.routes import ROUTES
 from tester.gates import TESTER_WRITE_ROUTES, TESTER_WRITES
-from tests.listeners import ListenerClient
+from tests.listener_routes import routes
+from tests.listeners import TESTER, ListenerClient
 
 READ_ONLY_ROUTES = [
     (route.replace("<id:thread_id>", "1"), name)
@@ -15,9 +16,10 @@ READ_ONLY_ROUTES = [
 ]
 
 
-def test_fence_allow_list_names_exactly_the_chat_writes_and_stop() -> None:
-    """L4: the chat writes (the tester's own threads renamed, archived and read among them)
-    and the tester's stop, each with its one method, nothing else."""
+def test_fence_allow_list_names_exactly_the_chat_writes_stop_and_suite_runs() -> None:
+    """L4: the chat writes (the tester's own threads renamed, archived and read among them),
+    the tester's stop, and its suite runs' three writes (start, record, end), each with its
+    one method, nothing else."""
     assert {
         ("POST", "chat-projects"),
         ("POST", "chat-threads"),
@@ -26,8 +28,11 @@ def test_fence_allow_list_names_exactly_the_chat_writes_and_stop() -> None:
         ("POST", "chat-thread-messages"),
         ("POST", "chat-thread-open"),
         ("POST", "chat-stop"),
+        ("POST", "suite-runs"),
+        ("POST", "suite-run-cases"),
+        ("POST", "suite-run-end"),
     } == TESTER_WRITES
-    assert {name for _, _, name in ROUTES} >= TESTER_WRITE_ROUTES
+    assert {route.name for route in routes(TESTER)} >= TESTER_WRITE_ROUTES
 
 
 @pytest.mark.parametrize("method", ["POST", "PUT", "PATCH", "DELETE"])
@@ -90,5 +95,49 @@ def test_fence_other_methods_on_the_inbox_routes_are_tester_refused(
     response = tester_client.request(
         method, f"/api/chat/threads/{tester_thread_id}{suffix}", json={"name": "x"}
     )
+    assert (response.status_code, response.json()["error"]) == (403, "tester-refused")
+    assert broker_calls == []
+
+
+def test_fence_admits_the_testers_suite_run_writes(
+    tester_client: ListenerClient, broker_calls: list[str]
+) -> None:
+    """L4 admits the suite runs' three writes: a fence without them would refuse each with
+    `tester-refused`; through it each reaches its own verb."""
+    started = tester_client.post("/api/suite-runs", {"suites": ["smoke"]})
+    run = started.json()["run"]["id"]
+    recorded = tester_client.post(
+        f"/api/suite-runs/{run}/cases",
+        {
+            "suite": "smoke",
+            "case": "greets",
+            "instance": "assistant",
+            "verdict": "pass",
+            "passed_runs": 1,
+            "runs": 1,
+        },
+    )
+    ended = tester_client.post(f"/api/suite-runs/{run}/end", {})
+    assert (started.status_code, recorded.status_code, ended.status_code) == (201, 201, 200)
+    assert broker_calls == ["suite_run.start", "suite_run.record", "suite_run.end"]
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("PUT", "/api/suite-runs"),
+        ("DELETE", "/api/suite-runs/{run}"),
+        ("POST", "/api/suite-runs/{run}"),
+        ("PATCH", "/api/suite-runs/{run}/cases"),
+        ("DELETE", "/api/suite-runs/{run}/end"),
+    ],
+)
+def test_fence_other_writes_on_suite_run_routes_are_tester_refused(
+    tester_client: ListenerClient, broker_calls: list[str], method: str, path: str
+) -> None:
+    """L4: POST starts, records and ends; no other write reaches a suite run."""
+    run = tester_client.post("/api/suite-runs", {"suites": ["smoke"]}).json()["run"]["id"]
+    broker_calls.clear()
+    response = tester_client.request(method, path.format(run=run), json={})
     assert (response.status_code, response.json()["error"]) == (403, "tester-refused")
     assert broker_calls == []

@@ -62,6 +62,12 @@ def test_fence_write_to_a_path_that_is_no_route_here_is_not_found(
         ("POST", "/api/schema", False),
         ("PUT", "/api/chat/projects", False),
         ("DELETE", "/api/chat/stop", False),
+        ("POST", "/api/suite-runs", True),
+        ("POST", "/api/suite-runs/1/cases", True),
+        ("POST", "/api/suite-runs/1/end", True),
+        ("GET", "/api/suite-runs/1", True),
+        ("POST", "/api/suite-runs/1", False),
+        ("PATCH", "/api/suite-runs/1/end", False),
         ("POST", None, False),
     ],
 )

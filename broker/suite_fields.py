@@ -1,0 +1,214 @@
+"""Limits and cleaning of suite runs' records: what a conversation-test run may store.
+
+One source for these limits (STYLE 15): the models' constraints, the broker's checks and the
+tester listener's input fields (and so its OpenAPI schema) all read them from here. Every value
+is checked as the broker receives it, whatever the transport; a value over a limit is refused
+`invalid`, never cut, so what is stored is what the runner sent.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from broker import fields, refusals
+from broker.refusals import Refusal
+
+# A suite's or a case's name.
+SUITE_NAME_MAX = 80
+# An instance's name (`Instance.name`'s column).
+INSTANCE_NAME_MAX = 100
+# Suites one run covers.
+SUITES_MAX = 100
+# Repeats of one case (`runs`); also the most threads and attempts one case names.
+RUNS_MAX = 500
+# Cases one run holds: a run's read shows them all, so the page is bounded by design.
+RUN_CASES_MAX = 2000
+# Failures one case lists, and the characters of each text in one (a turn sent, what was
+# expected, what came: as long as a message body may be).
+FAILURES_MAX = 500
+FAILURE_TEXT_MAX = 32_000
+# A failure's turn: an index into a conversation.
+TURN_MAX = 10_000
+# A case's attempts as JSON, in characters, and how deep their containers nest.
+ATTEMPTS_CHARS_MAX = 200_000
+ATTEMPTS_DEPTH_MAX = 16
+# The largest id or integer the databases store.
+INTEGER_MAX = 2**63 - 1
+
+
+@dataclass(frozen=True)
+class CaseRecord:
+    """A case's result as the runner reports it, cleaned; `change` is the broker's to compute."""
+
+    suite: str
+    case: str
+    instance: str
+    verdict: str
+    passed_runs: int
+    runs: int
+    threads: list[int]
+    failures: list[dict[str, Any]]
+    attempts: list[dict[str, Any]]
+
+
+def _invalid(detail: str) -> Refusal:
+    return Refusal(refusals.INVALID, detail)
+
+
+def clean_integer(value: object, *, what: str, low: int, high: int) -> int:
+    """An integer (not a boolean) from `low` to `high`."""
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise _invalid(f"The {what} must be an integer from {low} to {high}.")
+    return value
+
+
+def clean_run_id(value: object, *, what: str = "run") -> int:
+    """A run's id as a caller names it: 1 to INTEGER_MAX."""
+    return clean_integer(value, what=f"{what} id", low=1, high=INTEGER_MAX)
+
+
+def clean_suites(value: object) -> list[str]:
+    """The suites a run covers: 1 to SUITES_MAX names, each once, returned sorted (a run is
+    compared with another covering the same list)."""
+    if not isinstance(value, list) or not 1 <= len(value) <= SUITES_MAX:
+        raise _invalid(f"The suites must be a list of 1 to {SUITES_MAX} names.")
+    names = [fields.clean_name(name, what="suite name", limit=SUITE_NAME_MAX) for name in value]
+    if len(set(names)) != len(names):
+        raise _invalid("The suites must name each suite once.")
+    return sorted(names)
+
+
+def clean_case(
+    *,
+    suite: object,
+    case: object,
+    instance: object,
+    verdict: object,
+    passed_runs: object,
+    runs: object,
+    threads: object,
+    failures: object,
+    attempts: object,
+    verdicts: list[str],
+) -> CaseRecord:
+    """A case's result, every field within its limits; `verdicts` are the known verdicts."""
+    if not isinstance(verdict, str) or verdict not in verdicts:
+        raise _invalid(f"The verdict must be one of {', '.join(verdicts)}.")
+    repeats = clean_integer(runs, what="runs", low=1, high=RUNS_MAX)
+    passed = clean_integer(passed_runs, what="passed_runs", low=0, high=repeats)
+    return CaseRecord(
+        suite=fields.clean_name(suite, what="suite name", limit=SUITE_NAME_MAX),
+        case=fields.clean_name(case, what="case name", limit=SUITE_NAME_MAX),
+        instance=clean_instance(instance),
+        verdict=verdict,
+        passed_runs=passed,
+        runs=repeats,
+        threads=clean_threads(threads),
+        failures=clean_failures(failures),
+        attempts=clean_attempts(attempts),
+    )
+
+
+def clean_instance(value: object) -> str:
+    """The instance a case's threads talked to; empty only for a case that reached none (no
+    thread of it may then be named: each thread's instance must be this one)."""
+    if value == "":
+        return ""
+    return fields.clean_name(value, what="instance name", limit=INSTANCE_NAME_MAX)
+
+
+def _listed(value: object) -> object:
+    """A tuple as the list JSON would give (Python callers' empty default is `()`)."""
+    return list(value) if isinstance(value, tuple) else value
+
+
+def clean_threads(value: object) -> list[int]:
+    """The ids of a case's threads, at most RUNS_MAX (whose they are is the broker's check)."""
+    value = _listed(value)
+    if not isinstance(value, list) or len(value) > RUNS_MAX:
+        raise _invalid(f"The threads must be a list of at most {RUNS_MAX} thread ids.")
+    return [clean_run_id(thread, what="thread") for thread in value]
+
+
+# A failure's keys, each with whether it may be null.
+FAILURE_KEYS = {"repeat": False, "turn": True, "sent": True, "expected": False, "actual": False}
+
+
+def clean_failures(value: object) -> list[dict[str, Any]]:
+    """What failed: at most FAILURES_MAX objects, each exactly
+    `{"repeat": int, "turn": int|null, "sent": str|null, "expected": str, "actual": str}`."""
+    value = _listed(value)
+    if not isinstance(value, list) or len(value) > FAILURES_MAX:
+        raise _invalid(f"The failures must be a list of at most {FAILURES_MAX} objects.")
+    return [_clean_failure(failure) for failure in value]
+
+
+def _clean_failure(failure: object) -> dict[str, Any]:
+    if not isinstance(failure, dict) or set(failure) != set(FAILURE_KEYS):
+        raise _invalid(f"Each failure must be an object with exactly {', '.join(FAILURE_KEYS)}.")
+    turn = failure["turn"]
+    sent = failure["sent"]
+    return {
+        "repeat": clean_integer(failure["repeat"], what="failure's repeat", low=0, high=RUNS_MAX),
+        "turn": None
+        if turn is None
+        else clean_integer(turn, what="failure's turn", low=0, high=TURN_MAX),
+        "sent": None if sent is None else _clean_failure_text(sent, what="failure's sent"),
+        "expected": _clean_failure_text(failure["expected"], what="failure's expected"),
+        "actual": _clean_failure_text(failure["actual"], what="failure's actual"),
+    }
+
+
+def _clean_failure_text(value: object, *, what: str) -> str:
+    text = fields.clean_text(value, what=what)
+    if len(text) > FAILURE_TEXT_MAX:
+        raise _invalid(f"The {what} must be at most {FAILURE_TEXT_MAX} characters.")
+    return text
+
+
+def clean_attempts(value: object) -> list[dict[str, Any]]:
+    """The runner's detail of each repeat, stored as given: a list of at most RUNS_MAX objects
+    whose contents are the runner's own. Bounded all the same, so every database stores them:
+    JSON values only, text that UTF-8 and PostgreSQL carry (no lone surrogates, no NUL),
+    finite numbers within 64 bits, containers at most ATTEMPTS_DEPTH_MAX deep, and at most
+    ATTEMPTS_CHARS_MAX characters in all."""
+    value = _listed(value)
+    if not isinstance(value, list) or len(value) > RUNS_MAX:
+        raise _invalid(f"The attempts must be a list of at most {RUNS_MAX} objects.")
+    if not all(isinstance(attempt, dict) for attempt in value):
+        raise _invalid("Each attempt must be an object.")
+    _check_json(value)
+    if len(json.dumps(value, ensure_ascii=False)) > ATTEMPTS_CHARS_MAX:
+        raise _invalid(f"The attempts must be at most {ATTEMPTS_CHARS_MAX} characters as JSON.")
+    return value
+
+
+def _check_json(value: object) -> None:
+    """Refuse anything in `value` a database could not store as JSON (iterative: no depth of
+    nesting can exhaust the stack)."""
+    pending: list[tuple[object, int]] = [(value, 1)]
+    while pending:
+        item, depth = pending.pop()
+        if isinstance(item, (dict, list)):
+            if depth > ATTEMPTS_DEPTH_MAX:
+                raise _invalid(f"The attempts must nest at most {ATTEMPTS_DEPTH_MAX} deep.")
+            if isinstance(item, dict):
+                for key in item:
+                    fields.clean_text(key, what="attempt key")
+                children = list(item.values())
+            else:
+                children = item
+            pending.extend((child, depth + 1) for child in children)
+        elif isinstance(item, str):
+            fields.clean_text(item, what="attempt text")
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                raise _invalid("The attempts' numbers must be finite.")
+        elif isinstance(item, int) and not isinstance(item, bool):
+            if abs(item) > INTEGER_MAX:
+                raise _invalid("The attempts' integers must fit in 64 bits.")
+        elif item is not None and not isinstance(item, bool):
+            raise _invalid("The attempts must hold JSON values only.")

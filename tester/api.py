@@ -1,0 +1,223 @@
+"""The tester listener's own API: the stored history of conversation-test runs.
+
+Only the tester listener serves these routes (the human listener has none of them: 404), and
+the fence admits exactly their three writes (L4). Each view parses its input, calls one broker
+verb with the tester actor, and serialises the answer; every write honours an
+Idempotency-Key (R21).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    extend_schema,
+    extend_schema_field,
+    inline_serializer,
+)
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from broker import suite_runs
+from broker.models import SuiteVerdict
+from broker.suite_fields import (
+    FAILURE_TEXT_MAX,
+    FAILURES_MAX,
+    INSTANCE_NAME_MAX,
+    INTEGER_MAX,
+    RUNS_MAX,
+    SUITE_NAME_MAX,
+    SUITES_MAX,
+    TURN_MAX,
+)
+from chat.api.base import ChatView
+from chat.api.docs import ERRORS
+from chat.api.inputs import (
+    QueryNumber,
+    StrictChoice,
+    StrictId,
+    StrictInput,
+    StrictInteger,
+    StrictString,
+    list_query,
+    parse,
+)
+from tester.shapes import SuiteCaseOut, SuiteRunOut
+
+
+@extend_schema_field(
+    {
+        "oneOf": [
+            {"type": "string", "enum": [suite_runs.COMPARE_LAST]},
+            {"type": "integer", "minimum": 1, "maximum": INTEGER_MAX},
+        ],
+        "nullable": True,
+        "description": 'The baseline: null (none), "last" or a run id.',
+    }
+)
+class RunComparison(serializers.Field[Any, Any, Any, Any]):
+    """`compare`: JSON null, the string `"last"`, or a run id (an integer, not a string)."""
+
+    default_error_messages = {"invalid": 'Must be null, "last" or a run id.'}
+
+    def to_internal_value(self, data: Any) -> Any:
+        if data == suite_runs.COMPARE_LAST:
+            return data
+        if isinstance(data, int) and not isinstance(data, bool) and 1 <= data <= INTEGER_MAX:
+            return data
+        self.fail("invalid")
+
+    def to_representation(self, value: Any) -> Any:
+        return value
+
+
+class SuiteCaseFailureInput(StrictInput):
+    """One failed expectation of a case, as the runner reports it."""
+
+    repeat = StrictInteger(min_value=0, max_value=RUNS_MAX)
+    turn = StrictInteger(min_value=0, max_value=TURN_MAX, allow_null=True)
+    sent = StrictString(max_length=FAILURE_TEXT_MAX, allow_null=True)
+    expected = StrictString(max_length=FAILURE_TEXT_MAX)
+    actual = StrictString(max_length=FAILURE_TEXT_MAX)
+
+
+class SuiteRunsView(ChatView):
+    """The business's suite runs, newest first, and a new one."""
+
+    class SuiteRunListQuery(StrictInput):
+        limit = QueryNumber(required=False, min_value=1, max_value=500)
+        before = QueryNumber(required=False, min_value=0)
+
+    class SuiteRunStartInput(StrictInput):
+        suites = serializers.ListField(
+            child=StrictString(allow_blank=False, min_length=1, max_length=SUITE_NAME_MAX),
+            min_length=1,
+            max_length=SUITES_MAX,
+        )
+        compare = RunComparison(required=False, allow_null=True)
+
+    @extend_schema(
+        operation_id="suite_runs_list",
+        parameters=[
+            OpenApiParameter("limit", int, description="Page size: 1–500, default 100."),
+            OpenApiParameter("before", int, description="The newest runs with a smaller id."),
+        ],
+        responses={
+            200: inline_serializer("SuiteRuns", {"runs": SuiteRunOut(many=True)}),
+            **ERRORS,
+        },
+    )
+    def get(self, request: Request) -> Response:
+        query = list_query(request, self.SuiteRunListQuery)
+        runs = suite_runs.list_suite_runs(self.actor(), **query)
+        return Response({"runs": SuiteRunOut(runs, many=True).data})  # type: ignore[arg-type]
+
+    @extend_schema(
+        operation_id="suite_runs_start",
+        request=SuiteRunStartInput,
+        responses={
+            201: inline_serializer("SuiteRunStarted", {"run": SuiteRunOut()}),
+            **ERRORS,
+        },
+    )
+    def post(self, request: Request) -> Response:
+        def write() -> Response:
+            data = parse(self.SuiteRunStartInput, request.data)
+            run = suite_runs.start_suite_run(
+                self.actor(), suites=data["suites"], compare=data.get("compare")
+            )
+            return Response({"run": SuiteRunOut(run).data}, status=201)
+
+        return self.answer_once(request, write)
+
+
+class SuiteRunView(ChatView):
+    """One of the business's suite runs, with its cases in id order."""
+
+    @extend_schema(
+        operation_id="suite_run_read",
+        responses={
+            200: inline_serializer(
+                "SuiteRunRead", {"run": SuiteRunOut(), "cases": SuiteCaseOut(many=True)}
+            ),
+            **ERRORS,
+        },
+    )
+    def get(self, request: Request, run_id: int) -> Response:
+        found = suite_runs.read_suite_run(self.actor(), run_id=run_id)
+        return Response(
+            {
+                "run": SuiteRunOut(found.run).data,
+                "cases": SuiteCaseOut(found.cases, many=True).data,  # type: ignore[arg-type]
+            }
+        )
+
+
+class SuiteRunCasesView(ChatView):
+    """Record one case's result in a run that has not ended; `change` is the broker's."""
+
+    class SuiteCaseInput(StrictInput):
+        suite = StrictString(allow_blank=False, min_length=1, max_length=SUITE_NAME_MAX)
+        case = StrictString(allow_blank=False, min_length=1, max_length=SUITE_NAME_MAX)
+        # Empty for a case that reached no instance (no thread).
+        instance = StrictString(max_length=INSTANCE_NAME_MAX)
+        verdict = StrictChoice(choices=SuiteVerdict.values)
+        passed_runs = StrictInteger(min_value=0, max_value=RUNS_MAX)
+        runs = StrictInteger(min_value=1, max_value=RUNS_MAX)
+        threads = serializers.ListField(child=StrictId(), max_length=RUNS_MAX, required=False)
+        failures = serializers.ListField(
+            child=SuiteCaseFailureInput(), max_length=FAILURES_MAX, required=False
+        )
+        attempts = serializers.ListField(
+            child=serializers.DictField(), max_length=RUNS_MAX, required=False
+        )
+
+    @extend_schema(
+        operation_id="suite_run_record",
+        request=SuiteCaseInput,
+        responses={
+            201: inline_serializer("SuiteCaseRecorded", {"case": SuiteCaseOut()}),
+            **ERRORS,
+        },
+    )
+    def post(self, request: Request, run_id: int) -> Response:
+        def write() -> Response:
+            data = parse(self.SuiteCaseInput, request.data)
+            case = suite_runs.record_suite_case(
+                self.actor(),
+                run_id=run_id,
+                suite=data["suite"],
+                case=data["case"],
+                instance=data["instance"],
+                verdict=data["verdict"],
+                passed_runs=data["passed_runs"],
+                runs=data["runs"],
+                threads=data.get("threads", []),
+                failures=[dict(failure) for failure in data.get("failures", [])],
+                attempts=data.get("attempts", []),
+            )
+            return Response({"case": SuiteCaseOut(case).data}, status=201)
+
+        return self.answer_once(request, write)
+
+
+class SuiteRunEndView(ChatView):
+    """End a run: it takes no more cases (ending it again answers it as it is)."""
+
+    class SuiteRunEndInput(StrictInput):
+        pass
+
+    @extend_schema(
+        operation_id="suite_run_end",
+        request=SuiteRunEndInput,
+        responses={200: inline_serializer("SuiteRunEnded", {"run": SuiteRunOut()}), **ERRORS},
+    )
+    def post(self, request: Request, run_id: int) -> Response:
+        def write() -> Response:
+            parse(self.SuiteRunEndInput, request.data)
+            run = suite_runs.end_suite_run(self.actor(), run_id=run_id)
+            return Response({"run": SuiteRunOut(run).data})
+
+        return self.answer_once(request, write)

@@ -1,0 +1,570 @@
+"""Stored suite runs (`broker.suite_runs`): the tester's history of conversation-test runs.
+
+The verbs are the tester's alone (R22: on its list; any other actor `not-found`); a case's
+threads pass the owner check of every thread verb (R1); `change` is computed by the broker
+against the run's baseline, never taken from the runner.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from django.db import IntegrityError, transaction
+
+from broker import actions, refusals, suite_fields, suite_runs
+from broker.actors import Actor
+from broker.models import (
+    Business,
+    Event,
+    Instance,
+    Message,
+    SuiteCase,
+    SuiteChange,
+    SuiteRun,
+    SuiteVerdict,
+    TrailRow,
+)
+from broker.refusals import Refusal
+from tests.broker import factories
+
+PASS, FLAKY, FAIL, ERROR = (
+    SuiteVerdict.PASS,
+    SuiteVerdict.FLAKY,
+    SuiteVerdict.FAIL,
+    SuiteVerdict.ERROR,
+)
+
+
+@pytest.fixture
+def tester_thread(human: Actor, tester: Actor) -> int:
+    return factories.thread(tester, factories.project(human), "smoke · greets").pk
+
+
+def record(tester: Actor, run: SuiteRun | int, *, verdict: str = PASS, **changes: Any) -> SuiteCase:
+    """A case's result with sensible defaults; `changes` override any field."""
+    values: dict[str, Any] = {
+        "suite": "smoke",
+        "case": "greets",
+        "instance": "assistant",
+        "verdict": verdict,
+        "passed_runs": 1 if verdict == PASS else 0,
+        "runs": 1,
+    }
+    run_id = run if isinstance(run, int) else run.pk
+    return suite_runs.record_suite_case(tester, run_id=run_id, **{**values, **changes})
+
+
+def ended_run(tester: Actor, suites: list[str], verdict: str | None = None) -> SuiteRun:
+    """A run of `suites` that ended, having recorded `smoke · greets` with `verdict` if any."""
+    run = suite_runs.start_suite_run(tester, suites=suites)
+    if verdict is not None:
+        record(tester, run, verdict=verdict)
+    return suite_runs.end_suite_run(tester, run_id=run.pk)
+
+
+def add_instance(business: Business, name: str) -> Instance:
+    """Another instance of the business, with the assistant's role."""
+    role = Instance.objects.get(business=business, name="assistant").role
+    return Instance.objects.create(business=business, name=name, role=role)
+
+
+def stored() -> tuple[int, int]:
+    return SuiteRun.objects.count(), SuiteCase.objects.count()
+
+
+# --- start -------------------------------------------------------------------------------
+
+
+def test_start_stores_sorted_suites_without_baseline(tester: Actor, business: Business) -> None:
+    """R22: the tester starts a run of its business; the suites are stored sorted."""
+    run = suite_runs.start_suite_run(tester, suites=["smoke", "billing"])
+    assert (run.business_id, run.suites, run.baseline_id, run.ended_at) == (
+        business.pk,
+        ["billing", "smoke"],
+        None,
+        None,
+    )
+    assert run.counts == {"pass": 0, "flaky": 0, "fail": 0, "error": 0, "regressed": 0}
+
+
+@pytest.mark.parametrize(
+    "suites",
+    [[], "smoke", None, ["smoke", "smoke"], [""], [" "], ["x" * 81], [5], ["a\u202eb"], ["a\x00"]],
+    ids=repr,
+)
+def test_start_with_bad_suites_is_invalid(tester: Actor, suites: object) -> None:
+    with pytest.raises(Refusal) as refusal:
+        suite_runs.start_suite_run(tester, suites=suites)
+    assert refusal.value.code == refusals.INVALID
+    assert stored() == (0, 0)
+
+
+def test_start_compare_last_takes_the_newest_ended_run_of_the_same_suites(tester: Actor) -> None:
+    """`"last"`: the newest earlier run that ended and covers exactly these suites."""
+    ended_run(tester, ["smoke"])
+    newest_smoke = ended_run(tester, ["smoke"])
+    both = ended_run(tester, ["smoke", "billing"])
+    suite_runs.start_suite_run(tester, suites=["smoke"])  # newer, but not ended
+    run = suite_runs.start_suite_run(tester, suites=["smoke"], compare="last")
+    assert run.baseline_id == newest_smoke.pk
+    # The order the suites are named in does not matter: they are compared sorted.
+    other = suite_runs.start_suite_run(tester, suites=["smoke", "billing"], compare="last")
+    assert other.baseline_id == both.pk
+
+
+def test_start_compare_last_without_earlier_ended_run_has_no_baseline(tester: Actor) -> None:
+    """No ended run of the same suites: no baseline, and every case is `new`."""
+    suite_runs.start_suite_run(tester, suites=["smoke"])  # not ended
+    ended_run(tester, ["billing"], PASS)
+    run = suite_runs.start_suite_run(tester, suites=["smoke"], compare="last")
+    assert run.baseline_id is None
+    assert record(tester, run, verdict=FAIL).change == SuiteChange.NEW
+
+
+def test_start_compare_id_names_a_run_of_the_business(tester: Actor) -> None:
+    """A run id: that run is the baseline, ended or not, whatever its suites."""
+    earlier = suite_runs.start_suite_run(tester, suites=["billing"])
+    run = suite_runs.start_suite_run(tester, suites=["smoke"], compare=earlier.pk)
+    assert run.baseline_id == earlier.pk
+
+
+def test_start_compare_id_of_another_business_or_missing_is_not_found(
+    tester: Actor, other_business: Business
+) -> None:
+    """Another business's run is answered as a missing one: nothing is told across them."""
+    theirs = suite_runs.start_suite_run(Actor.tester(business_id=other_business.pk), suites=["s"])
+    for compare in (theirs.pk, theirs.pk + 1000):
+        with pytest.raises(Refusal) as refusal:
+            suite_runs.start_suite_run(tester, suites=["smoke"], compare=compare)
+        assert refusal.value.code == refusals.NOT_FOUND
+    assert SuiteRun.objects.count() == 1
+
+
+@pytest.mark.parametrize("compare", ["first", "LAST", "", True, 0, -1, 1.5, [1], 2**63], ids=repr)
+def test_start_compare_neither_null_last_nor_id_is_invalid(tester: Actor, compare: object) -> None:
+    with pytest.raises(Refusal) as refusal:
+        suite_runs.start_suite_run(tester, suites=["smoke"], compare=compare)
+    assert refusal.value.code == refusals.INVALID
+    assert stored() == (0, 0)
+
+
+# --- record ------------------------------------------------------------------------------
+
+# (the baseline's verdict for the same case, or None: no such case) × verdict now → change.
+CHANGES = [
+    (None, PASS, SuiteChange.NEW),
+    (None, FAIL, SuiteChange.NEW),
+    (PASS, PASS, SuiteChange.SAME),
+    (PASS, FLAKY, SuiteChange.SAME),
+    (PASS, FAIL, SuiteChange.REGRESSED),
+    (PASS, ERROR, SuiteChange.REGRESSED),
+    (FLAKY, PASS, SuiteChange.SAME),
+    (FLAKY, FLAKY, SuiteChange.SAME),
+    (FLAKY, FAIL, SuiteChange.REGRESSED),
+    (FLAKY, ERROR, SuiteChange.REGRESSED),
+    (FAIL, PASS, SuiteChange.FIXED),
+    (FAIL, FLAKY, SuiteChange.FIXED),
+    (FAIL, FAIL, SuiteChange.SAME),
+    (FAIL, ERROR, SuiteChange.SAME),
+    (ERROR, PASS, SuiteChange.FIXED),
+    (ERROR, FLAKY, SuiteChange.FIXED),
+    (ERROR, FAIL, SuiteChange.SAME),
+    (ERROR, ERROR, SuiteChange.SAME),
+]
+
+
+@pytest.mark.parametrize(("before", "now", "change"), CHANGES)
+def test_record_change_against_baseline_case(
+    tester: Actor, before: str | None, now: str, change: SuiteChange
+) -> None:
+    """`change` is the broker's: regressed when the baseline's case worked (pass, flaky) and
+    this one does not (fail, error), fixed the other way round, new without such a case."""
+    baseline = ended_run(tester, ["smoke"], before)
+    run = suite_runs.start_suite_run(tester, suites=["smoke"], compare=baseline.pk)
+    assert record(tester, run, verdict=now).change == change
+    assert suite_runs.case_change(baseline=before, verdict=now) == change
+
+
+def test_record_matches_the_baseline_case_by_suite_case_and_instance(
+    business: Business, tester: Actor
+) -> None:
+    """Only the same (suite, case, instance) is compared: the same case name in another suite
+    or against another instance is `new`."""
+    helper = add_instance(business, "helper")
+    baseline = suite_runs.start_suite_run(tester, suites=["smoke", "other"])
+    record(tester, baseline, verdict=PASS)
+    suite_runs.end_suite_run(tester, run_id=baseline.pk)
+    run = suite_runs.start_suite_run(tester, suites=["smoke", "other"], compare="last")
+    assert record(tester, run, verdict=FAIL).change == SuiteChange.REGRESSED
+    assert record(tester, run, verdict=FAIL, suite="other").change == SuiteChange.NEW
+    assert record(tester, run, verdict=FAIL, instance=helper.name).change == SuiteChange.NEW
+
+
+def test_record_change_from_the_client_is_not_accepted(tester: Actor) -> None:
+    """`change` is computed, never taken from the runner: the verb has no such argument."""
+    run = suite_runs.start_suite_run(tester, suites=["smoke"])
+    with pytest.raises(TypeError):
+        record(tester, run, change=SuiteChange.FIXED)
+
+
+def test_record_stores_threads_failures_and_attempts_as_given(
+    tester: Actor, tester_thread: int
+) -> None:
+    run = suite_runs.start_suite_run(tester, suites=["smoke"])
+    failures = [
+        {"repeat": 1, "turn": 0, "sent": "hello", "expected": "matches hi", "actual": "bye"},
+        {"repeat": 2, "turn": None, "sent": None, "expected": "a reply", "actual": ""},
+    ]
+    attempts = [
+        {"thread": tester_thread, "turns": [{"ms": 812.5, "tokens": 31}], "model": "m"},
+        {"judge": {"reasons": ["off topic"], "score": None, "ok": False}},
+    ]
+    case = record(
+        tester,
+        run,
+        verdict=FLAKY,
+        passed_runs=1,
+        runs=2,
+        threads=[tester_thread],
+        failures=failures,
+        attempts=attempts,
+    )
+    case.refresh_from_db()
+    assert (case.verdict, case.passed_runs, case.runs, case.change) == (FLAKY, 1, 2, "new")
+    assert (case.threads, case.failures, case.attempts) == ([tester_thread], failures, attempts)
+
+
+def test_record_into_ended_run_is_invalid(tester: Actor) -> None:
+    run = ended_run(tester, ["smoke"])
+    with pytest.raises(Refusal) as refusal:
+        record(tester, run)
+    assert refusal.value.code == refusals.INVALID
+    assert SuiteCase.objects.count() == 0
+
+
+def test_record_same_case_twice_in_a_run_is_invalid(tester: Actor) -> None:
+    run = suite_runs.start_suite_run(tester, suites=["smoke"])
+    first = record(tester, run)
+    with pytest.raises(Refusal) as refusal:
+        record(tester, run, verdict=FAIL)
+    assert refusal.value.code == refusals.INVALID
+    assert list(SuiteCase.objects.values_list("pk", "verdict")) == [(first.pk, PASS)]
+
+
+def test_record_into_another_business_run_or_missing_is_not_found(
+    tester: Actor, other_business: Business
+) -> None:
+    theirs = suite_runs.start_suite_run(Actor.tester(business_id=other_business.pk), suites=["s"])
+    for run_id in (theirs.pk, theirs.pk + 1000):
+        with pytest.raises(Refusal) as refusal:
+            record(tester, run_id)
+        assert refusal.value.code == refusals.NOT_FOUND
+    assert SuiteCase.objects.count() == 0
+
+
+def test_record_human_thread_is_thread_not_owned(
+    human: Actor, tester: Actor, tester_thread: int
+) -> None:
+    """R1: a case names only the tester's own threads; the human's is `thread-not-owned`,
+    the same answer every thread verb gives, and nothing is stored."""
+    human_thread = factories.thread(human, factories.project(human, "mine"), "plan").pk
+    run = suite_runs.start_suite_run(tester, suites=["smoke"])
+    with pytest.raises(Refusal) as refusal:
+        record(tester, run, threads=[tester_thread, human_thread])
+    assert refusal.value.code == refusals.THREAD_NOT_OWNED
+    assert SuiteCase.objects.count() == 0
+
+
+def test_record_thread_missing_or_of_another_business_is_not_found(
+    tester: Actor, other_human: Actor
+) -> None:
+    """R1: a thread of another business is answered as a missing one."""
+    theirs = factories.thread(other_human, factories.project(other_human), "theirs").pk
+    run = suite_runs.start_suite_run(tester, suites=["smoke"])
+    for thread_id in (theirs, theirs + 1000):
+        with pytest.raises(Refusal) as refusal:
+            record(tester, run, threads=[thread_id])
+        assert refusal.value.code == refusals.NOT_FOUND
+    assert SuiteCase.objects.count() == 0
+
+
+def test_record_thread_of_another_instance_is_invalid(
+    business: Business, human: Actor, tester: Actor
+) -> None:
+    """A case's threads talked to the instance it names."""
+    add_instance(business, "helper")
+    project = factories.project(human)
+    helper_thread = actions.create_thread(
+        tester, project_id=project.pk, name="helper", instance="helper"
+    ).pk
+    run = suite_runs.start_suite_run(tester, suites=["smoke"])
+    with pytest.raises(Refusal) as refusal:
+        record(tester, run, threads=[helper_thread])
+    assert refusal.value.code == refusals.INVALID
+    assert record(tester, run, instance="helper", threads=[helper_thread]).threads == [
+        helper_thread
+    ]
+
+
+def test_record_without_instance_only_for_a_case_that_reached_none(
+    tester: Actor, tester_thread: int
+) -> None:
+    """A case that errored before its first thread names no instance; one with threads names
+    theirs."""
+    run = suite_runs.start_suite_run(tester, suites=["smoke"])
+    with pytest.raises(Refusal) as refusal:
+        record(tester, run, verdict=ERROR, instance="", threads=[tester_thread])
+    assert refusal.value.code == refusals.INVALID
+    assert record(tester, run, verdict=ERROR, instance="").instance == ""
+
+
+# Each changes one field of a good record to something refused `invalid`.
+BAD_RECORDS: dict[str, dict[str, Any]] = {
+    "verdict unknown": {"verdict": "ok"},
+    "verdict not text": {"verdict": ["pass"]},
+    "runs zero": {"runs": 0},
+    "runs over the limit": {"runs": suite_fields.RUNS_MAX + 1},
+    "runs a boolean": {"runs": True},
+    "passed over runs": {"passed_runs": 2, "runs": 1},
+    "passed negative": {"passed_runs": -1},
+    "suite empty": {"suite": ""},
+    "case too long": {"case": "x" * 81},
+    "instance not text": {"instance": 5},
+    "instance blank": {"instance": " "},
+    "threads not a list": {"threads": 5},
+    "thread id text": {"threads": ["1"]},
+    "thread id zero": {"threads": [0]},
+    "failure missing a key": {"failures": [{"repeat": 1, "expected": "e", "actual": "a"}]},
+    "failure extra key": {
+        "failures": [{"repeat": 1, "turn": 0, "sent": "s", "expected": "e", "actual": "a", "x": 1}]
+    },
+    "failure turn text": {
+        "failures": [{"repeat": 1, "turn": "0", "sent": None, "expected": "e", "actual": "a"}]
+    },
+    "failure text NUL": {
+        "failures": [{"repeat": 1, "turn": 0, "sent": "a\x00", "expected": "e", "actual": "a"}]
+    },
+    "failure text too long": {
+        "failures": [
+            {
+                "repeat": 1,
+                "turn": 0,
+                "sent": None,
+                "expected": "e",
+                "actual": "a" * (suite_fields.FAILURE_TEXT_MAX + 1),
+            }
+        ]
+    },
+    "attempt not an object": {"attempts": [[1, 2]]},
+    "attempts not a list": {"attempts": {"a": 1}},
+    "attempt NaN": {"attempts": [{"ms": math.nan}]},
+    "attempt infinity": {"attempts": [{"ms": math.inf}]},
+    "attempt integer past 64 bits": {"attempts": [{"n": 2**64}]},
+    "attempt lone surrogate": {"attempts": [{"text": "\ud800"}]},
+    "attempt NUL in a key": {"attempts": [{"a\x00": 1}]},
+    "attempt not JSON": {"attempts": [{"when": object()}]},
+    "attempts nested too deep": {"attempts": [{"a": [[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]}]},
+    "attempts too large": {"attempts": [{"text": "x" * suite_fields.ATTEMPTS_CHARS_MAX}]},
+}
+
+
+@pytest.mark.parametrize("changes", BAD_RECORDS.values(), ids=BAD_RECORDS.keys())
+def test_record_bad_field_is_invalid_and_stores_nothing(
+    tester: Actor, changes: dict[str, Any]
+) -> None:
+    run = suite_runs.start_suite_run(tester, suites=["smoke"])
+    with pytest.raises(Refusal) as refusal:
+        record(tester, run, **changes)
+    assert refusal.value.code == refusals.INVALID
+    assert SuiteCase.objects.count() == 0
+
+
+def test_record_beyond_the_cases_a_run_holds_is_invalid(
+    tester: Actor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run's read shows all its cases, so a run holds at most RUN_CASES_MAX."""
+    monkeypatch.setattr(suite_fields, "RUN_CASES_MAX", 2)
+    run = suite_runs.start_suite_run(tester, suites=["smoke"])
+    record(tester, run, case="one")
+    record(tester, run, case="two")
+    with pytest.raises(Refusal) as refusal:
+        record(tester, run, case="three")
+    assert refusal.value.code == refusals.INVALID
+    assert SuiteCase.objects.count() == 2
+
+
+def test_suite_runs_write_no_trail_message_or_event(tester: Actor, tester_thread: int) -> None:
+    """Suite runs are the tester's history, not bus traffic: nothing on the trail."""
+    before = (TrailRow.objects.count(), Message.objects.count(), Event.objects.count())
+    run = suite_runs.start_suite_run(tester, suites=["smoke"])
+    record(tester, run, threads=[tester_thread])
+    suite_runs.end_suite_run(tester, run_id=run.pk)
+    assert (TrailRow.objects.count(), Message.objects.count(), Event.objects.count()) == before
+
+
+# --- end ---------------------------------------------------------------------------------
+
+
+def test_end_sets_ended_at_and_ending_again_changes_nothing(tester: Actor) -> None:
+    run = suite_runs.start_suite_run(tester, suites=["smoke"])
+    record(tester, run, verdict=FAIL)
+    ended = suite_runs.end_suite_run(tester, run_id=run.pk)
+    assert ended.ended_at is not None and ended.ended_at >= ended.started_at
+    assert ended.counts["fail"] == 1
+    again = suite_runs.end_suite_run(tester, run_id=run.pk)
+    assert (again.ended_at, again.counts) == (ended.ended_at, ended.counts)
+
+
+def test_end_of_another_business_run_is_not_found(tester: Actor, other_business: Business) -> None:
+    theirs = suite_runs.start_suite_run(Actor.tester(business_id=other_business.pk), suites=["s"])
+    with pytest.raises(Refusal) as refusal:
+        suite_runs.end_suite_run(tester, run_id=theirs.pk)
+    assert refusal.value.code == refusals.NOT_FOUND
+    theirs.refresh_from_db()
+    assert theirs.ended_at is None
+
+
+# --- reads -------------------------------------------------------------------------------
+
+
+def test_list_is_newest_first_with_limit_and_before(
+    tester: Actor, other_business: Business
+) -> None:
+    ids = [suite_runs.start_suite_run(tester, suites=["smoke"]).pk for _ in range(5)]
+    suite_runs.start_suite_run(Actor.tester(business_id=other_business.pk), suites=["s"])
+    assert [run.pk for run in suite_runs.list_suite_runs(tester)] == ids[::-1]
+    assert [run.pk for run in suite_runs.list_suite_runs(tester, limit=2)] == ids[:2:-1]
+    assert [run.pk for run in suite_runs.list_suite_runs(tester, before=ids[3], limit=2)] == [
+        ids[2],
+        ids[1],
+    ]
+
+
+@pytest.mark.parametrize("query", [{"limit": 0}, {"limit": 501}, {"before": -1}], ids=repr)
+def test_list_bad_query_is_invalid(tester: Actor, query: dict[str, int]) -> None:
+    with pytest.raises(Refusal) as refusal:
+        suite_runs.list_suite_runs(tester, **query)
+    assert refusal.value.code == refusals.INVALID
+
+
+def test_counts_count_each_verdict_and_the_regressions(tester: Actor) -> None:
+    baseline = suite_runs.start_suite_run(tester, suites=["smoke"])
+    for case in ("a", "b", "c"):
+        record(tester, baseline, case=case, verdict=PASS)
+    suite_runs.end_suite_run(tester, run_id=baseline.pk)
+    run = suite_runs.start_suite_run(tester, suites=["smoke"], compare="last")
+    for case, verdict in (("a", PASS), ("b", FAIL), ("c", ERROR), ("d", FLAKY), ("e", FAIL)):
+        record(tester, run, case=case, verdict=verdict)
+    expected = {"pass": 1, "flaky": 1, "fail": 2, "error": 1, "regressed": 2}
+    [listed, _] = suite_runs.list_suite_runs(tester)
+    assert listed.counts == expected
+    assert suite_runs.read_suite_run(tester, run_id=run.pk).run.counts == expected
+    assert suite_runs.end_suite_run(tester, run_id=run.pk).counts == expected
+
+
+def test_list_reads_counts_in_one_query_however_many_runs(
+    tester: Actor, django_assert_num_queries: Callable[..., Any]
+) -> None:
+    """No read per run: the counts are annotated in the list's own query (and the tester's
+    switch is one more)."""
+    for n in range(4):
+        run = suite_runs.start_suite_run(tester, suites=["smoke"])
+        record(tester, run, case=str(n), verdict=FAIL)
+    with django_assert_num_queries(2):
+        runs = suite_runs.list_suite_runs(tester)
+        assert [run.counts["fail"] for run in runs] == [1, 1, 1, 1]
+
+
+def test_read_returns_the_run_and_its_cases_in_id_order(tester: Actor) -> None:
+    run = suite_runs.start_suite_run(tester, suites=["smoke"])
+    cases = [record(tester, run, case=name).pk for name in ("z", "a", "m")]
+    found = suite_runs.read_suite_run(tester, run_id=run.pk)
+    assert (found.run.pk, [case.pk for case in found.cases]) == (run.pk, cases)
+
+
+def test_read_of_another_business_run_is_not_found(tester: Actor, other_business: Business) -> None:
+    theirs = suite_runs.start_suite_run(Actor.tester(business_id=other_business.pk), suites=["s"])
+    with pytest.raises(Refusal) as refusal:
+        suite_runs.read_suite_run(tester, run_id=theirs.pk)
+    assert refusal.value.code == refusals.NOT_FOUND
+
+
+# --- who may call them (R22) ---------------------------------------------------------------
+
+SUITE_RUN_VERBS: dict[str, Callable[[Actor, int], Any]] = {
+    "suite_run.start": lambda actor, run: suite_runs.start_suite_run(actor, suites=["smoke"]),
+    "suite_run.record": lambda actor, run: record(actor, run),
+    "suite_run.end": lambda actor, run: suite_runs.end_suite_run(actor, run_id=run),
+    "suite_run.list": lambda actor, run: suite_runs.list_suite_runs(actor),
+    "suite_run.read": lambda actor, run: suite_runs.read_suite_run(actor, run_id=run),
+}
+
+
+@pytest.mark.parametrize("actor_name", ["human", "assistant_run", "staff"])
+@pytest.mark.parametrize("verb", sorted(SUITE_RUN_VERBS))
+def test_suite_run_verb_of_any_other_actor_is_not_found(
+    request: pytest.FixtureRequest, business: Business, tester: Actor, actor_name: str, verb: str
+) -> None:
+    """R22: the suite runs' verbs serve the tester alone; any other actor is told `not-found`,
+    as for a verb that does not exist, and nothing is stored or changed."""
+    actor = (
+        Actor.staff(business_id=business.pk, username="root")
+        if actor_name == "staff"
+        else request.getfixturevalue(actor_name)
+    )
+    run = suite_runs.start_suite_run(tester, suites=["smoke"])
+    before = (stored(), list(SuiteRun.objects.values_list("ended_at", flat=True)))
+    with pytest.raises(Refusal) as refusal:
+        SUITE_RUN_VERBS[verb](actor, run.pk)
+    assert refusal.value.code == refusals.NOT_FOUND
+    assert (stored(), list(SuiteRun.objects.values_list("ended_at", flat=True))) == before
+
+
+@pytest.mark.parametrize("verb", sorted(SUITE_RUN_VERBS))
+def test_suite_run_verb_while_tester_off_is_tester_off(
+    business: Business, tester: Actor, verb: str
+) -> None:
+    run = suite_runs.start_suite_run(tester, suites=["smoke"])
+    Business.objects.filter(pk=business.pk).update(tester_enabled=False)
+    with pytest.raises(Refusal) as refusal:
+        SUITE_RUN_VERBS[verb](tester, run.pk)
+    assert refusal.value.code == refusals.TESTER_OFF
+
+
+# --- the database's own constraints --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        {"passed_runs": 3, "runs": 2},
+        {"runs": 0, "passed_runs": 0},
+        {"runs": suite_fields.RUNS_MAX + 1},
+        {"verdict": "ok"},
+        {"change": "better"},
+        {"suite": ""},
+        {"instance": "", "threads": [1]},
+    ],
+    ids=repr,
+)
+def test_database_refuses_a_case_breaking_its_constraints(
+    tester: Actor, values: dict[str, Any]
+) -> None:
+    """The model's CheckConstraints hold whatever code writes the row."""
+    run = suite_runs.start_suite_run(tester, suites=["smoke"])
+    row = {
+        "run": run,
+        "suite": "smoke",
+        "case": "greets",
+        "instance": "assistant",
+        "verdict": PASS,
+        "passed_runs": 1,
+        "runs": 1,
+        "change": SuiteChange.NEW,
+        **values,
+    }
+    with pytest.raises(IntegrityError), transaction.atomic():
+        SuiteCase.objects.create(**row)

@@ -1,0 +1,323 @@
+"""The suite runs' routes: on the tester listener only (L8), their writes through the fence
+(L4) and L3's gates, refusals `{"error", "detail"}` with SPEC §6's statuses, R21's keys."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from broker.models import Business, SuiteCase, SuiteRun
+from tests.listeners import ListenerClient
+
+RUN = {"id", "suites", "started_at", "ended_at", "baseline", "counts"}
+COUNTS = {"pass", "flaky", "fail", "error", "regressed"}
+CASE = {
+    "id",
+    "suite",
+    "case",
+    "instance",
+    "verdict",
+    "passed_runs",
+    "runs",
+    "change",
+    "threads",
+    "failures",
+    "attempts",
+    "created_at",
+}
+
+
+def case_body(**changes: Any) -> dict[str, Any]:
+    return {
+        "suite": "smoke",
+        "case": "greets",
+        "instance": "assistant",
+        "verdict": "pass",
+        "passed_runs": 1,
+        "runs": 1,
+        **changes,
+    }
+
+
+def refusal(response: Any, status: int) -> str:
+    assert response.status_code == status, response.text
+    assert set(response.json()) == {"error", "detail"}
+    return str(response.json()["error"])
+
+
+@pytest.fixture
+def run_id(tester_client: ListenerClient) -> int:
+    started = tester_client.post("/api/suite-runs", {"suites": ["smoke"]})
+    assert started.status_code == 201, started.text
+    return int(started.json()["run"]["id"])
+
+
+def stored() -> tuple[int, int]:
+    return SuiteRun.objects.count(), SuiteCase.objects.count()
+
+
+def test_suite_run_routes_answer_their_shapes_on_the_tester_listener(
+    tester_client: ListenerClient, tester_thread_id: int
+) -> None:
+    """Start, record, end, list, read: each 2xx with the RUN and CASE shapes."""
+    first = tester_client.post("/api/suite-runs", {"suites": ["smoke", "billing"]})
+    assert (first.status_code, set(first.json())) == (201, {"run"})
+    run = first.json()["run"]
+    assert set(run) == RUN and set(run["counts"]) == COUNTS
+    assert (run["suites"], run["baseline"], run["ended_at"]) == (["billing", "smoke"], None, None)
+    recorded = tester_client.post(
+        f"/api/suite-runs/{run['id']}/cases",
+        case_body(
+            verdict="fail",
+            passed_runs=0,
+            threads=[tester_thread_id],
+            failures=[{"repeat": 1, "turn": 0, "sent": "hi", "expected": "hello", "actual": "no"}],
+            attempts=[{"thread": tester_thread_id, "ms": [812.5], "model": None}],
+        ),
+    )
+    assert (recorded.status_code, set(recorded.json())) == (201, {"case"})
+    case = recorded.json()["case"]
+    assert set(case) == CASE
+    assert (case["verdict"], case["change"], case["threads"]) == ("fail", "new", [tester_thread_id])
+    ended = tester_client.post(f"/api/suite-runs/{run['id']}/end", {})
+    assert (ended.status_code, set(ended.json())) == (200, {"run"})
+    assert ended.json()["run"]["ended_at"] is not None
+    assert ended.json()["run"]["counts"] == {
+        "pass": 0,
+        "flaky": 0,
+        "fail": 1,
+        "error": 0,
+        "regressed": 0,
+    }
+
+    second = tester_client.post(
+        "/api/suite-runs", {"suites": ["billing", "smoke"], "compare": "last"}
+    ).json()["run"]
+    assert second["baseline"] == run["id"]
+    fixed = tester_client.post(f"/api/suite-runs/{second['id']}/cases", case_body())
+    assert fixed.json()["case"]["change"] == "fixed"
+
+    listed = tester_client.get("/api/suite-runs")
+    assert (listed.status_code, set(listed.json())) == (200, {"runs"})
+    assert [r["id"] for r in listed.json()["runs"]] == [second["id"], run["id"]]
+    assert all(set(r) == RUN for r in listed.json()["runs"])
+    paged = tester_client.get(f"/api/suite-runs?before={second['id']}&limit=1").json()["runs"]
+    assert [r["id"] for r in paged] == [run["id"]]
+
+    read = tester_client.get(f"/api/suite-runs/{run['id']}")
+    assert (read.status_code, set(read.json())) == (200, {"run", "cases"})
+    assert read.json()["run"] == ended.json()["run"]
+    assert read.json()["cases"] == [case]
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("GET", "/api/suite-runs"),
+        ("POST", "/api/suite-runs"),
+        ("GET", "/api/suite-runs/{run}"),
+        ("POST", "/api/suite-runs/{run}/cases"),
+        ("POST", "/api/suite-runs/{run}/end"),
+    ],
+)
+def test_suite_run_routes_are_not_found_on_the_human_listener(
+    human_client: ListenerClient,
+    anonymous_client: ListenerClient,
+    run_id: int,
+    broker_calls: list[str],
+    method: str,
+    path: str,
+) -> None:
+    """L8: the routes are the tester listener's; the human listener has none of them, signed
+    in or not, and never calls the broker for them."""
+    broker_calls.clear()
+    body = {"suites": ["smoke"]} if method == "POST" else None
+    before = (stored(), list(SuiteRun.objects.values_list("ended_at", flat=True)))
+    for client in (human_client, anonymous_client):
+        response = client.request(method, path.format(run=run_id), json=body)
+        assert refusal(response, 404) == "not-found"
+    assert broker_calls == []
+    assert (stored(), list(SuiteRun.objects.values_list("ended_at", flat=True))) == before
+
+
+WRITES = [
+    ("/api/suite-runs", {"suites": ["smoke"]}),
+    ("/api/suite-runs/{run}/cases", case_body()),
+    ("/api/suite-runs/{run}/end", {}),
+]
+
+
+@pytest.mark.parametrize(("path", "body"), WRITES, ids=["start", "record", "end"])
+@pytest.mark.parametrize(
+    ("headers", "status", "code"),
+    [
+        ({"Origin": "http://evil.example"}, 403, "origin-refused"),
+        ({"Origin": "http://127.0.0.1:7332"}, 403, "origin-refused"),
+        ({"Sec-Fetch-Site": "cross-site"}, 403, "fetch-metadata-refused"),
+        ({"Content-Type": "text/plain"}, 415, "unsupported-media-type"),
+        ({"X-User": "ada"}, 403, "proxy-header-refused"),
+    ],
+    ids=["origin", "human-origin", "fetch-metadata", "text-plain", "proxy-header"],
+)
+def test_suite_run_write_refused_by_l3_never_calls_broker(
+    tester_client: ListenerClient,
+    run_id: int,
+    broker_calls: list[str],
+    path: str,
+    body: dict[str, Any],
+    headers: dict[str, str],
+    status: int,
+    code: str,
+) -> None:
+    """L3 holds for the suite runs' writes as for every tester write (W2): refused with its
+    code, the broker never called, nothing stored or ended."""
+    broker_calls.clear()
+    before = (stored(), list(SuiteRun.objects.values_list("ended_at", flat=True)))
+    response = tester_client.post(path.format(run=run_id), body, headers=headers)
+    assert refusal(response, status) == code
+    assert broker_calls == []
+    assert (stored(), list(SuiteRun.objects.values_list("ended_at", flat=True))) == before
+
+
+@pytest.mark.parametrize(("path", "body"), WRITES, ids=["start", "record", "end"])
+def test_suite_run_write_while_tester_off_is_tester_off(
+    business: Business, tester_client: ListenerClient, run_id: int, path: str, body: Any
+) -> None:
+    Business.objects.filter(pk=business.pk).update(tester_enabled=False)
+    response = tester_client.post(path.format(run=run_id), body)
+    assert refusal(response, 403) == "tester-off"
+
+
+@pytest.mark.parametrize(("path", "body"), WRITES, ids=["start", "record", "end"])
+def test_suite_run_write_repeated_with_key_answers_once(
+    tester_client: ListenerClient, run_id: int, path: str, body: dict[str, Any]
+) -> None:
+    """R21: the same key and body answer the first answer and store nothing new; the same key
+    with another body is `idempotency-key-reused`."""
+    headers = {"Idempotency-Key": "suite-1"}
+    first = tester_client.post(path.format(run=run_id), body, headers=headers)
+    after_first = (stored(), list(SuiteRun.objects.values_list("ended_at", flat=True)))
+    again = tester_client.post(path.format(run=run_id), body, headers=headers)
+    assert first.status_code in (200, 201), first.text
+    assert (again.status_code, again.json()) == (first.status_code, first.json())
+    assert (stored(), list(SuiteRun.objects.values_list("ended_at", flat=True))) == after_first
+    other = tester_client.post(path.format(run=run_id), {"other": 1}, headers=headers)
+    assert refusal(other, 422) == "idempotency-key-reused"
+
+
+def test_suite_run_case_naming_the_humans_thread_is_thread_not_owned(
+    tester_client: ListenerClient, run_id: int, tester_thread_id: int, human_thread_id: int
+) -> None:
+    """R1 over HTTP: a case's threads are the tester's own; the human's is 403."""
+    response = tester_client.post(
+        f"/api/suite-runs/{run_id}/cases",
+        case_body(threads=[tester_thread_id, human_thread_id]),
+    )
+    assert refusal(response, 403) == "thread-not-owned"
+    assert SuiteCase.objects.count() == 0
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body"),
+    [
+        ("POST", "/api/suite-runs", {"suites": ["smoke"], "compare": 999999}),
+        ("POST", "/api/suite-runs/999999/cases", case_body()),
+        ("POST", "/api/suite-runs/999999/end", {}),
+        ("GET", "/api/suite-runs/999999", None),
+        ("GET", "/api/suite-runs/99999999999999999999999", None),
+        ("POST", "/api/suite-runs/{run}/cases", case_body(threads=[999999])),
+    ],
+)
+def test_suite_run_unknown_ids_are_not_found(
+    tester_client: ListenerClient, run_id: int, method: str, path: str, body: Any
+) -> None:
+    response = tester_client.request(method, path.format(run=run_id), json=body)
+    assert refusal(response, 404) == "not-found"
+
+
+def test_suite_run_case_into_ended_run_or_twice_is_invalid(
+    tester_client: ListenerClient, run_id: int
+) -> None:
+    path = f"/api/suite-runs/{run_id}/cases"
+    assert tester_client.post(path, case_body()).status_code == 201
+    assert refusal(tester_client.post(path, case_body(verdict="fail", passed_runs=0)), 400) == (
+        "invalid"
+    )
+    tester_client.post(f"/api/suite-runs/{run_id}/end", {})
+    assert refusal(tester_client.post(path, case_body(case="later")), 400) == "invalid"
+    assert SuiteCase.objects.count() == 1
+
+
+BAD_STARTS: list[Any] = [
+    {},
+    {"suites": []},
+    {"suites": "smoke"},
+    {"suites": [""]},
+    {"suites": ["x" * 81]},
+    {"suites": ["smoke", "smoke"]},
+    {"suites": ["smoke"], "compare": "first"},
+    {"suites": ["smoke"], "compare": True},
+    {"suites": ["smoke"], "compare": 0},
+    {"suites": ["smoke"], "compare": "1"},
+    {"suites": ["smoke"], "compare": 1.0},
+    {"suites": ["smoke"], "compare": 10**30},
+    {"suites": ["smoke"], "extra": 1},
+    ["smoke"],
+]
+BAD_CASES: list[Any] = [
+    case_body(verdict="ok"),
+    case_body(verdict=None),
+    case_body(runs=0),
+    case_body(runs="1"),
+    case_body(passed_runs=2),
+    case_body(runs=10**30),
+    case_body(change="fixed"),
+    case_body(threads=["1"]),
+    case_body(threads=[True]),
+    case_body(failures=[{"repeat": 1}]),
+    case_body(failures=[{"repeat": 1, "turn": 0, "sent": 1, "expected": "e", "actual": "a"}]),
+    case_body(attempts=[1]),
+    case_body(attempts=[{"text": "a\u0000b"}]),
+    case_body(attempts=[{"text": "\ud800"}]),
+    {key: value for key, value in case_body().items() if key != "verdict"},
+]
+
+
+@pytest.mark.parametrize("body", BAD_STARTS, ids=repr)
+def test_suite_run_bad_start_is_invalid(
+    tester_client: ListenerClient, run_id: int, body: Any
+) -> None:
+    assert refusal(tester_client.post("/api/suite-runs", body), 400) == "invalid"
+    assert stored() == (1, 0)
+
+
+@pytest.mark.parametrize("body", BAD_CASES, ids=range(len(BAD_CASES)))
+def test_suite_run_bad_case_is_invalid(
+    tester_client: ListenerClient, run_id: int, body: Any
+) -> None:
+    response = tester_client.post(f"/api/suite-runs/{run_id}/cases", body)
+    assert refusal(response, 400) == "invalid"
+    assert stored() == (1, 0)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"suites": ["smoke"], "compare": 1e400}',
+        b'{"suites": ["smoke"], "compare": NaN}',
+        b'{"suites": ["\\ud800"]}',
+        b'{"suites": ' + b"[" * 40 + b"]" * 40 + b"}",
+    ],
+)
+def test_suite_run_hostile_json_is_invalid_never_500(
+    tester_client: ListenerClient, body: bytes
+) -> None:
+    response = tester_client.request("POST", "/api/suite-runs", content=body)
+    assert refusal(response, 400) == "invalid"
+    assert stored() == (0, 0)
+
+
+@pytest.mark.parametrize("query", ["limit=0", "limit=501", "after=1", "before=-1", "limit=x"])
+def test_suite_run_list_bad_query_is_invalid(tester_client: ListenerClient, query: str) -> None:
+    assert refusal(tester_client.get(f"/api/suite-runs?{query}"), 400) == "invalid"
