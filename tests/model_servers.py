@@ -17,7 +17,7 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -70,6 +70,8 @@ class FakeModel:
     # What `GET /v1/models` lists (None: the route is not served), and its status.
     models: list[str] | None = None
     models_status: int = 200
+    # The answer's text computed from each request (a scripted model); None: `content`.
+    script: Callable[[dict[str, Any]], str] | None = None
     requests: list[dict[str, Any]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
     arrived: threading.Event = field(default_factory=threading.Event)
@@ -77,7 +79,7 @@ class FakeModel:
     hung_up: threading.Event = field(default_factory=threading.Event)
     closing: threading.Event = field(default_factory=threading.Event)
 
-    def completion(self, model: str) -> dict[str, Any]:
+    def completion(self, model: str, content: str | None) -> dict[str, Any]:
         answer: dict[str, Any] = {
             "id": "chatcmpl-fake",
             "object": "chat.completion",
@@ -86,7 +88,7 @@ class FakeModel:
             "choices": [
                 {
                     "index": 0,
-                    "message": {"role": "assistant", "content": self.content},
+                    "message": {"role": "assistant", "content": content},
                     "finish_reason": self.finish_reason,
                 }
             ],
@@ -95,14 +97,17 @@ class FakeModel:
             answer["usage"] = self.usage
         return answer
 
-    def stream_events(self, model: str, *, include_usage: bool) -> list[str]:
+    def content_for(self, body: dict[str, Any]) -> str | None:
+        return self.content if self.script is None else self.script(body)
+
+    def stream_events(self, model: str, content: str | None, *, include_usage: bool) -> list[str]:
         """The `data:` payloads of a streamed answer, `[DONE]` last."""
         if self.raw_events is not None:
             return self.raw_events
         name = self.reported_model or model
         pieces = self.pieces
         if pieces is None:
-            words = (self.content or "").split(" ")
+            words = (content or "").split(" ")
             pieces = [word + " " for word in words[:-1]] + words[-1:]
 
         def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
@@ -184,12 +189,14 @@ def fake_handler(model: FakeModel) -> type[BaseHTTPRequestHandler]:
                     options = body.get("stream_options") or {}
                     self.answer_stream(
                         model.stream_events(
-                            body["model"], include_usage=bool(options.get("include_usage"))
+                            body["model"],
+                            model.content_for(body),
+                            include_usage=bool(options.get("include_usage")),
                         )
                     )
                 else:
-                    data = json.dumps(model.completion(body["model"])).encode()
-                    self.answer(200, data, "application/json")
+                    data = json.dumps(model.completion(body["model"], model.content_for(body)))
+                    self.answer(200, data.encode(), "application/json")
             except OSError:
                 model.hung_up.set()  # the client gave up (a cancelled turn, a killed runner)
 
@@ -496,6 +503,8 @@ class LlamaServer(PeerProcess):
 # limit, and one whose stream turns malformed (`mock_response` streams everything at once and
 # cannot end in `length`).
 MOCK_REPLY = "Hello from the proxy, streamed in small pieces."
+# What the proxy's `judge` model answers every grader: a conversation test's verdict.
+JUDGE_VERDICT = '{"pass": true, "reason": "the proxy judge found it polite"}'
 COOLDOWN = 3
 SLOW_PIECES = [f"piece{number} " for number in range(12)]
 SLOW_CHUNK_DELAY = 0.25
@@ -517,6 +526,7 @@ def proxy_config(
     return {
         "model_list": [
             model("mock-stream", mock_response=MOCK_REPLY),
+            model("judge", mock_response=JUDGE_VERDICT),
             model("thinking", mock_response=MOCK_REPLY, mock_delay=30),
             model("context-too-long", mock_response="litellm.ContextWindowExceededError"),
             model("down", mock_response="litellm.InternalServerError"),

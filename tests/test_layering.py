@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 import broker
@@ -42,7 +43,6 @@ def test_conversation_tests_import_neither_broker_nor_chat() -> None:
     tester = Path(broker.__file__).parent.parent / "tester"
     paths = [
         *sorted((tester / "suites").rglob("*.py")),
-        tester / "pytest_plugin.py",
         tester / "management" / "commands" / "testassistant.py",
     ]
     offenders = [
@@ -52,4 +52,19 @@ def test_conversation_tests_import_neither_broker_nor_chat() -> None:
         if name in {"broker", "chat"}
     ]
     assert offenders == []
-    assert len(paths) >= 8
+    assert len(paths) >= 10
+
+
+def test_client_package_imports_only_the_standard_library_and_its_dependencies() -> None:
+    """Issue 24: `tester/suites` is installed alone as `mosaic_test` (pyproject.toml), into an
+    environment without Django or this project: its modules import each other relatively, and
+    otherwise only the standard library, its declared dependencies and pytest (the plugin)."""
+    suites = Path(broker.__file__).parent.parent / "tester" / "suites"
+    allowed = set(sys.stdlib_module_names) | {"websockets", "jsonschema", "pytest"}
+    offenders = [
+        f"{path.name}: {name}"
+        for path in sorted(suites.rglob("*.py"))
+        for name in imported_packages(path)
+        if name not in allowed
+    ]
+    assert offenders == []

@@ -42,10 +42,28 @@ class ListenerError(Exception):
 
 @dataclass(frozen=True)
 class Reply:
-    """The RESULT that answers a turn (R12)."""
+    """The RESULT that answers a turn (R12), and when it came: `seconds` after the send the
+    whole reply, `first_token_seconds` after it the first draft (SPEC §7.1), or the reply
+    itself when it came whole."""
 
     body: str
     message: dict[str, Any]
+    seconds: float = 0.0
+    first_token_seconds: float = 0.0
+
+    @property
+    def usage(self) -> dict[str, Any] | None:
+        """`{"prompt_tokens", "completion_tokens"}` as the model server reported them."""
+        usage = self.message.get("usage")
+        return dict(usage) if isinstance(usage, dict) else None
+
+    @property
+    def model(self) -> str | None:
+        return self.message.get("model")
+
+    @property
+    def finish_reason(self) -> str | None:
+        return self.message.get("finish_reason")
 
 
 @dataclass(frozen=True)
@@ -57,6 +75,9 @@ class Outcome:
     # `answered`, `stopped` or `failed`, or the state the turn was in when the wait ran out.
     state: str
     failure: str | None
+    # Seconds from the send until the wait ended (the reply, the end of the turn, or the
+    # deadline).
+    seconds: float = 0.0
 
     @property
     def timed_out(self) -> bool:
@@ -172,13 +193,30 @@ class TesterClient:
 
     def send(self, thread_id: int, body: str) -> dict[str, Any]:
         """Send one turn, with an `Idempotency-Key` as the Console does (R21)."""
-        _, answer = self.request(
-            "POST",
-            f"/api/chat/threads/{thread_id}/messages",
-            {"body": body},
-            **{"Idempotency-Key": str(uuid.uuid4())},
-        )
+        _, answer = self.write("POST", f"/api/chat/threads/{thread_id}/messages", {"body": body})
         return dict(answer["message"])
+
+    def write(self, method: str, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """A write made once, whatever a retry of it would do (R21)."""
+        return self.request(method, path, body, **{"Idempotency-Key": str(uuid.uuid4())})
+
+    def archive(self, thread_id: int) -> None:
+        """Archive one of the tester's threads: it leaves the tester's working list."""
+        self.write("PATCH", f"/api/chat/threads/{thread_id}", {"archived": True})
+
+    # --- the stored history of suite runs (tester listener only) ---
+
+    def start_run(self, *, suites: list[str], compare: str | int | None) -> dict[str, Any]:
+        _, answer = self.write("POST", "/api/suite-runs", {"suites": suites, "compare": compare})
+        return dict(answer["run"])
+
+    def record_case(self, run_id: int, record: dict[str, Any]) -> dict[str, Any]:
+        _, answer = self.write("POST", f"/api/suite-runs/{run_id}/cases", record)
+        return dict(answer["case"])
+
+    def end_run(self, run_id: int) -> dict[str, Any]:
+        _, answer = self.write("POST", f"/api/suite-runs/{run_id}/end", {})
+        return dict(answer["run"])
 
     # --- the thread's socket ---
 
@@ -216,15 +254,25 @@ def refusal_of(error: urllib.error.HTTPError) -> ListenerError:
 
 
 class ConversationThread:
-    """One tester thread: send turns in order, each waiting for its reply."""
+    """One tester thread: send turns in order, each waiting for its reply.
+
+    The thread's socket says when something happened; what it says about a turn is noted with
+    the time it came (`_hear`): the first `reply.draft` of a turn is its first token, and the
+    frame carrying its RESULT is when the reply arrived. The record itself is always read over
+    HTTP.
+    """
 
     def __init__(self, client: TesterClient, thread: dict[str, Any]) -> None:
         self.client = client
         self.thread = thread
         self.id = int(thread["id"])
         self.name = str(thread["name"])
+        self.instance = str(thread.get("instance") or "")
         self._socket: ClientConnection | None = None
         self._socket_tried = False
+        # Turn id → when its first draft came, and when a frame brought its reply.
+        self._first_draft: dict[int, float] = {}
+        self._reply_heard: dict[int, float] = {}
 
     def close(self) -> None:
         if self._socket is not None:
@@ -243,8 +291,9 @@ class ConversationThread:
             # Opened before the turn is sent, so no frame about it can come before we listen.
             self._socket_tried = True
             self._socket = self.client.socket(self.id)
+        sent_at = time.monotonic()
         turn = self.client.send(self.id, body)
-        return self.wait(turn, within=within)
+        return self.wait(turn, within=within, sent_at=sent_at)
 
     def send(self, body: str, *, within: float = 30.0) -> Reply:
         """Send `body` and return its reply; `NoReply` (an AssertionError) when none came."""
@@ -253,7 +302,8 @@ class ConversationThread:
             raise NoReply(describe_no_reply(outcome, within))
         return outcome.reply
 
-    def wait(self, turn: dict[str, Any], *, within: float) -> Outcome:
+    def wait(self, turn: dict[str, Any], *, within: float, sent_at: float | None = None) -> Outcome:
+        started = time.monotonic() if sent_at is None else sent_at
         deadline = time.monotonic() + within
         turn_id = int(turn["id"])
         while True:
@@ -263,13 +313,20 @@ class ConversationThread:
                     turn = message
                     state = message.get("reply_state") or state
                 elif message["class"] == "RESULT" and message["in_reply_to"] == turn_id:
-                    reply = Reply(body=str(message["body"]), message=message)
-                    return Outcome(turn, reply, "answered", None)
+                    arrived = self._reply_heard.get(turn_id, time.monotonic())
+                    first = min(self._first_draft.get(turn_id, arrived), arrived)
+                    reply = Reply(
+                        body=str(message["body"]),
+                        message=message,
+                        seconds=arrived - started,
+                        first_token_seconds=first - started,
+                    )
+                    return Outcome(turn, reply, "answered", None, reply.seconds)
             if state in ENDED_STATES:
-                return Outcome(turn, None, state, turn.get("failure"))
+                return Outcome(turn, None, state, turn.get("failure"), time.monotonic() - started)
             left = deadline - time.monotonic()
             if left <= 0:
-                return Outcome(turn, None, state, turn.get("failure"))
+                return Outcome(turn, None, state, turn.get("failure"), time.monotonic() - started)
             self.pause(min(left, POLL_SECONDS))
 
     def pause(self, seconds: float) -> None:
@@ -278,15 +335,34 @@ class ConversationThread:
             time.sleep(seconds)
             return
         try:
-            self._socket.recv(timeout=seconds)
+            self._hear(self._socket.recv(timeout=seconds))
             # Whatever else has come already is part of the same news.
             while True:
-                self._socket.recv(timeout=0)
+                self._hear(self._socket.recv(timeout=0))
         except TimeoutError:
             return
         except WebSocketException:
             # Closed: wait by polling from now on.
             self._socket = None
+
+    def _hear(self, frame: str | bytes) -> None:
+        """Note when a turn's first draft, or a frame with its reply, came."""
+        now = time.monotonic()
+        try:
+            data = json.loads(frame)
+        except ValueError:
+            return
+        if not isinstance(data, dict):
+            return
+        if data.get("type") == "reply.draft" and isinstance(data.get("in_reply_to"), int):
+            self._first_draft.setdefault(data["in_reply_to"], now)
+            return
+        rows = data.get("rows") if data.get("type") == "messages" else [data.get("message")]
+        for row in rows if isinstance(rows, list) else []:
+            if isinstance(row, dict) and row.get("class") == "RESULT":
+                answered = row.get("in_reply_to")
+                if isinstance(answered, int):
+                    self._reply_heard.setdefault(answered, now)
 
 
 class NoReply(AssertionError):

@@ -1,11 +1,24 @@
-"""What a turn's reply must hold (`expect` of a suite file), checked in the file's order."""
+"""What a turn's reply must hold (`expect` of a suite file), checked in the file's order.
+
+The judge is asked last, and only when everything else held: it is the slow, costly check. A
+judge that cannot be asked, or answers something that is not a verdict, raises `JudgeError`.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
-from tester.suites.client import Outcome, describe_no_reply
-from tester.suites.files import Expect
+import jsonschema
+
+from .client import Outcome, Reply, describe_no_reply
+from .files import ConversationExpect, Expect
+from .judge import Judge, Transcript, Vote
+
+_FENCE = re.compile(r"```[^\n`]*\n(.*?)```", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -16,23 +29,176 @@ class Failure:
     actual: str
 
 
-def first_failure(expect: Expect, outcome: Outcome) -> Failure | None:
-    """None when the outcome meets every expectation; else the first it misses."""
+@dataclass(frozen=True)
+class Checked:
+    """A turn's verdict: its first failure (None: it met every expectation), and the judge's
+    votes when it was asked."""
+
+    failure: Failure | None
+    votes: tuple[Vote, ...] = field(default=())
+
+
+class NoJson(ValueError):
+    """Neither the reply nor its only fenced code block is JSON."""
+
+
+def json_of(body: str) -> Any:
+    """The JSON the reply holds: the whole reply, or its only fenced code block."""
+    try:
+        return json.loads(body)
+    except json.JSONDecodeError as whole:
+        blocks = _FENCE.findall(body)
+        if len(blocks) != 1:
+            raise NoJson(
+                f"not JSON ({whole.msg}), and {len(blocks)} fenced code blocks, not one"
+            ) from None
+        try:
+            return json.loads(blocks[0])
+        except json.JSONDecodeError as fenced:
+            raise NoJson(f"its fenced code block is not JSON ({fenced.msg})") from None
+
+
+def check_turn(
+    expect: Expect,
+    outcome: Outcome,
+    *,
+    transcript: Transcript = (),
+    judge: Judge | None = None,
+) -> Checked:
+    """`outcome` against `expect`; `transcript` is the conversation up to and including this
+    reply, what a judge grades it in."""
     within = f"{expect.within:g} s"
     if not expect.reply:
         # No reply expected: a stopped turn, a failed one or silence all pass.
         if outcome.reply is None:
-            return None
-        return Failure(f"no reply within {within}", outcome.reply.body)
+            return Checked(None)
+        return Checked(Failure(f"no reply within {within}", outcome.reply.body))
     if outcome.reply is None:
-        return Failure(f"a reply within {within}", describe_no_reply(outcome, expect.within))
-    body = outcome.reply.body
+        return Checked(
+            Failure(f"a reply within {within}", describe_no_reply(outcome, expect.within))
+        )
+    failure = first_failure(expect, outcome.reply)
+    if failure is not None or expect.judge is None:
+        return Checked(failure)
+    if judge is None:
+        raise ValueError("an expectation with a judge needs a judge")
+    verdict = judge.grade_reply(expect.judge, transcript)
+    if verdict.passed:
+        return Checked(None, verdict.votes)
+    return Checked(
+        Failure(
+            f"the judge passes it ({expect.judge})",
+            f"the judge failed it: {'; '.join(verdict.reasons)} — the reply: {outcome.reply.body}",
+        ),
+        verdict.votes,
+    )
+
+
+def first_failure(expect: Expect, reply: Reply) -> Failure | None:
+    """The first expectation short of the judge that `reply` misses, or None."""
+    body = reply.body
     for text in expect.contains:
         if text not in body:
             return Failure(f"the reply contains {text!r}", body)
     for text in expect.not_contains:
         if text in body:
             return Failure(f"the reply does not contain {text!r}", body)
+    folded = body.casefold()
+    for text in expect.icontains:
+        if text.casefold() not in folded:
+            return Failure(f"the reply contains {text!r}, in any case", body)
+    if expect.equals is not None and body.strip() != expect.equals.strip():
+        return Failure(f"the reply is {expect.equals.strip()!r}", body)
     if expect.matches is not None and expect.matches.search(body) is None:
         return Failure(f"the reply matches {expect.matches.pattern!r}", body)
+    if expect.not_matches is not None and expect.not_matches.search(body) is not None:
+        return Failure(f"the reply does not match {expect.not_matches.pattern!r}", body)
+    failure = json_failure(expect, body)
+    if failure is not None:
+        return failure
+    return recorded_failure(expect, reply)
+
+
+def json_failure(expect: Expect, body: str) -> Failure | None:
+    if not (expect.json or expect.json_schema is not None):
+        return None
+    try:
+        data = json_of(body)
+    except NoJson as error:
+        return Failure("the reply is JSON, or its only fenced code block is", f"{error}: {body}")
+    if expect.json_schema is None:
+        return None
+    validator = jsonschema.validators.validator_for(expect.json_schema)(expect.json_schema)
+    invalid = jsonschema.exceptions.best_match(validator.iter_errors(data))
+    if invalid is None:
+        return None
+    where = "/".join(str(part) for part in invalid.absolute_path) or "the top"
+    return Failure("the reply's JSON matches its json_schema", f"at {where}: {invalid.message}")
+
+
+def recorded_failure(expect: Expect, reply: Reply) -> Failure | None:
+    """Timings, and what the reply recorded of its model (SPEC §7.1)."""
+    if expect.max_seconds is not None and reply.seconds > expect.max_seconds:
+        return Failure(
+            f"the whole reply within {expect.max_seconds:g} s", f"it took {reply.seconds:.2f} s"
+        )
+    limit = expect.max_first_token_seconds
+    if limit is not None and reply.first_token_seconds > limit:
+        return Failure(
+            f"the first token within {limit:g} s",
+            f"the first token came after {reply.first_token_seconds:.2f} s",
+        )
+    if expect.max_completion_tokens is not None:
+        usage = reply.usage or {}
+        tokens = usage.get("completion_tokens")
+        if not isinstance(tokens, int):
+            return Failure(
+                f"at most {expect.max_completion_tokens} completion tokens",
+                "the backend recorded no token usage",
+            )
+        if tokens > expect.max_completion_tokens:
+            return Failure(
+                f"at most {expect.max_completion_tokens} completion tokens",
+                f"{tokens} completion tokens",
+            )
+    for name, wanted in (("model", expect.model), ("finish_reason", expect.finish_reason)):
+        if wanted is None:
+            continue
+        recorded = reply.message.get(name)
+        if recorded is None:
+            return Failure(f"{name} {wanted!r}", f"the backend recorded no {name}")
+        if recorded != wanted:
+            return Failure(f"{name} {wanted!r}", f"{name} {recorded!r}")
     return None
+
+
+def check_conversation(
+    expect: ConversationExpect,
+    *,
+    transcript: Transcript,
+    seconds: Sequence[float],
+    judge: Judge | None,
+) -> Checked:
+    """A whole conversation against `[cases.expect_conversation]`: every turn's reply within
+    `max_turn_seconds`, then the judge over the whole transcript."""
+    limit = expect.max_turn_seconds
+    if limit is not None:
+        for number, took in enumerate(seconds, start=1):
+            if took > limit:
+                return Checked(
+                    Failure(f"every reply within {limit:g} s", f"turn {number} took {took:.2f} s")
+                )
+    if expect.judge is None:
+        return Checked(None)
+    if judge is None:
+        raise ValueError("an expectation with a judge needs a judge")
+    verdict = judge.grade_conversation(expect.judge, transcript)
+    if verdict.passed:
+        return Checked(None, verdict.votes)
+    return Checked(
+        Failure(
+            f"the judge passes the conversation ({expect.judge})",
+            f"the judge failed it: {'; '.join(verdict.reasons)}",
+        ),
+        verdict.votes,
+    )

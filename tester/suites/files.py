@@ -7,12 +7,18 @@ file, the line and the reason (`SuiteFileRefused`). The format is in docs/suite-
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
+
+import jsonschema
+
+from .judge import BASE_URL_VARIABLE, MODEL_VARIABLE, JudgeConfig
 
 SUITE_SUFFIX = ".suite.toml"
 DEFAULT_WITHIN = 30.0
@@ -22,14 +28,40 @@ WITHIN_MAX = 3600.0
 # listener takes up to 200 characters by default.
 NAME_MAX = 80
 PROJECT_MAX = 200
+REPEAT_MAX = 100
+VOTES_MAX = 15
+SIMULATED_TURNS_MAX = 50
 # An instance's name: an address on the bus (docs/business-file.md).
 _INSTANCE = re.compile(r"[A-Za-z0-9_-]{1,100}")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_VARIABLE = re.compile(r"[A-Z_][A-Z0-9_]*")
+_URL = re.compile(r"https?://[^\s/]+(/\S*)?")
 
-_SUITE_KEYS = frozenset({"name", "project", "cases"})
-_CASE_KEYS = frozenset({"name", "instance", "turns"})
+_SUITE_KEYS = frozenset({"name", "project", "instances", "judge", "cases"})
+_JUDGE_KEYS = frozenset({"base_url", "model", "api_key_env", "votes"})
+_CASE_KEYS = frozenset(
+    {"name", "instance", "repeat", "pass_rate", "turns", "simulate", "expect_conversation"}
+)
+_SIMULATE_KEYS = frozenset({"persona", "goal", "max_turns", "within"})
+_CONVERSATION_KEYS = frozenset({"judge", "max_turn_seconds"})
 _TURN_KEYS = frozenset({"send", "expect"})
-_EXPECT_KEYS = frozenset({"contains", "not_contains", "matches", "within", "reply"})
+# Checked in this order (docs/suite-file.md); `within` and `reply` say how to wait.
+_TEXT_KEYS = ("contains", "not_contains", "icontains", "equals", "matches", "not_matches")
+_EXPECT_KEYS = frozenset(
+    {
+        *_TEXT_KEYS,
+        "json",
+        "json_schema",
+        "max_seconds",
+        "max_first_token_seconds",
+        "max_completion_tokens",
+        "model",
+        "finish_reason",
+        "judge",
+        "within",
+        "reply",
+    }
+)
 
 # A key path inside the document: table keys and array indexes, as `tomllib` gives them.
 KeyPath = tuple[str | int, ...]
@@ -51,9 +83,41 @@ class Expect:
 
     contains: tuple[str, ...] = ()
     not_contains: tuple[str, ...] = ()
+    icontains: tuple[str, ...] = ()
+    equals: str | None = None
     matches: re.Pattern[str] | None = None
+    not_matches: re.Pattern[str] | None = None
+    json: bool = False
+    # The JSON Schema the reply's JSON must validate against (already checked as a schema).
+    json_schema: Mapping[str, Any] | None = field(default=None, hash=False, compare=False)
+    max_seconds: float | None = None
+    max_first_token_seconds: float | None = None
+    max_completion_tokens: int | None = None
+    model: str | None = None
+    finish_reason: str | None = None
+    # The rubric a judge grades the reply against.
+    judge: str | None = None
     within: float = DEFAULT_WITHIN
     reply: bool = True
+
+
+@dataclass(frozen=True)
+class ConversationExpect:
+    """What a whole conversation must hold (`[cases.expect_conversation]`)."""
+
+    judge: str | None = None
+    max_turn_seconds: float | None = None
+
+
+@dataclass(frozen=True)
+class Simulate:
+    """A simulated user (`[cases.simulate]`): the judge writes each turn from the persona and
+    the goal, and says after each reply whether the goal is met."""
+
+    persona: str
+    goal: str
+    max_turns: int
+    within: float = DEFAULT_WITHIN
 
 
 @dataclass(frozen=True)
@@ -66,9 +130,22 @@ class Turn:
 @dataclass(frozen=True)
 class Case:
     name: str
+    # Empty for a case whose turns a simulated user writes.
     turns: tuple[Turn, ...]
     instance: str | None
     line: int
+    repeat: int = 1
+    pass_rate: float = 1.0
+    simulate: Simulate | None = None
+    expect_conversation: ConversationExpect = ConversationExpect()
+
+    @property
+    def uses_judge(self) -> bool:
+        return (
+            self.simulate is not None
+            or self.expect_conversation.judge is not None
+            or any(turn.expect.judge is not None for turn in self.turns)
+        )
 
 
 @dataclass(frozen=True)
@@ -77,6 +154,10 @@ class Suite:
     project: str
     cases: tuple[Case, ...]
     file: str
+    # The instances every case without its own runs against, side by side; empty: the
+    # business's default instance.
+    instances: tuple[str, ...] = ()
+    judge: JudgeConfig | None = None
 
 
 def suite_files(paths: Iterable[str | Path]) -> list[Path]:
@@ -94,13 +175,16 @@ def suite_files(paths: Iterable[str | Path]) -> list[Path]:
     return found
 
 
-def load_suites(paths: Iterable[str | Path]) -> list[Suite]:
+def load_suites(
+    paths: Iterable[str | Path], environ: Mapping[str, str] = os.environ
+) -> list[Suite]:
     """Every suite of `paths`, each checked whole; the first refusal is raised."""
-    return [load_suite(path) for path in suite_files(paths)]
+    return [load_suite(path, environ) for path in suite_files(paths)]
 
 
-def load_suite(path: str | Path) -> Suite:
-    """Read and check one suite file. Pure: reads the file, sends nothing."""
+def load_suite(path: str | Path, environ: Mapping[str, str] = os.environ) -> Suite:
+    """Read and check one suite file. Sends nothing; reads the file, any JSON Schema file it
+    names, and the judge's variables in `environ`."""
     source = str(path)
     try:
         text = Path(path).read_text(encoding="utf-8")
@@ -114,15 +198,26 @@ def load_suite(path: str | Path) -> Suite:
         line = int(found.group(1)) if found else 0
         reason = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(error))
         raise SuiteFileRefused(source, line, f"not valid TOML: {reason}") from error
-    return _Reader(source, text).suite(document)
+    return _Reader(source, text, Path(path).parent, environ).suite(document)
+
+
+def judge_from_environment(environ: Mapping[str, str] = os.environ) -> JudgeConfig | None:
+    """The judge the `MOSAIC_JUDGE_*` variables name alone, or None when they name none."""
+    base_url = environ.get(BASE_URL_VARIABLE, "")
+    model = environ.get(MODEL_VARIABLE, "")
+    if not (base_url and model):
+        return None
+    return JudgeConfig(base_url=base_url, model=model)
 
 
 class _Reader:
     """Checks one parsed document key by key; each refusal names the key's line."""
 
-    def __init__(self, source: str, text: str) -> None:
+    def __init__(self, source: str, text: str, directory: Path, environ: Mapping[str, str]) -> None:
         self.source = source
         self.lines = key_lines(text)
+        self.directory = directory
+        self.environ = environ
 
     def refuse(self, where: KeyPath, reason: str) -> SuiteFileRefused:
         # A key missing from the top of the file points at its first line.
@@ -132,6 +227,8 @@ class _Reader:
         self.only(document, _SUITE_KEYS, (), "a suite file")
         name = self.name(document, ("name",), "the suite's name", NAME_MAX)
         project = self.name(document, ("project",), "the project", PROJECT_MAX)
+        instances = self.instances(document)
+        judge = self.judge(document.get("judge"))
         cases = self.tables(document, ("cases",), "a suite file", "[[cases]]")
         read = tuple(self.case(case, ("cases", index)) for index, case in enumerate(cases))
         seen: set[str] = set()
@@ -139,7 +236,72 @@ class _Reader:
             if case.name in seen:
                 raise self.refuse(("cases", index, "name"), f"a second case named {case.name!r}")
             seen.add(case.name)
-        return Suite(name=name, project=project, cases=read, file=self.source)
+            if case.uses_judge and judge is None:
+                raise self.refuse(self.judge_key(cases[index], ("cases", index)), NO_JUDGE)
+        return Suite(name, project, read, self.source, instances, judge)
+
+    def instances(self, document: Mapping[str, Any]) -> tuple[str, ...]:
+        value = document.get("instances", [])
+        if (
+            not isinstance(value, list)
+            or not all(isinstance(v, str) and _INSTANCE.fullmatch(v) for v in value)
+            or len(set(value)) != len(value)
+        ):
+            raise self.refuse(("instances",), "instances must be a list of distinct instance names")
+        return tuple(value)
+
+    def judge(self, table: object) -> JudgeConfig | None:
+        """The `[judge]` table, its gaps filled from the `MOSAIC_JUDGE_*` variables."""
+        where: KeyPath = ("judge",)
+        if table is None:
+            if judge_from_environment(self.environ) is None:
+                return None
+            # The variables alone name the judge: checked as a table of nothing would be.
+            table = {}
+        if not isinstance(table, dict):
+            raise self.refuse(where, "judge must be a table")
+        self.only(table, _JUDGE_KEYS, where, "[judge]")
+        base_url = table.get("base_url", self.environ.get(BASE_URL_VARIABLE, ""))
+        if not isinstance(base_url, str) or not _URL.fullmatch(base_url):
+            raise self.refuse(
+                (*where, "base_url"),
+                f"the judge needs base_url, an http:// or https:// URL (or {BASE_URL_VARIABLE})",
+            )
+        model = table.get("model", self.environ.get(MODEL_VARIABLE, ""))
+        if not isinstance(model, str) or not model.strip():
+            raise self.refuse(
+                (*where, "model"), f"the judge needs model, a text (or {MODEL_VARIABLE})"
+            )
+        api_key_env = table.get("api_key_env")
+        if api_key_env is not None:
+            if not isinstance(api_key_env, str) or not _VARIABLE.fullmatch(api_key_env):
+                raise self.refuse(
+                    (*where, "api_key_env"),
+                    "api_key_env is the NAME of the variable holding the key (A-Z, 0-9, _)",
+                )
+            if not self.environ.get(api_key_env):
+                raise self.refuse(
+                    (*where, "api_key_env"), f"api_key_env names {api_key_env}, which is not set"
+                )
+        votes = table.get("votes", 1)
+        if not _is_int(votes) or not (1 <= votes <= VOTES_MAX and votes % 2 == 1):
+            raise self.refuse(
+                (*where, "votes"), f"votes must be an odd number from 1 to {VOTES_MAX}"
+            )
+        return JudgeConfig(base_url, model, api_key_env, votes)
+
+    def judge_key(self, table: Mapping[str, Any], where: KeyPath) -> KeyPath:
+        """Where a case first asks for the judge, for the refusal to point at."""
+        if "simulate" in table:
+            return (*where, "simulate")
+        if isinstance(table.get("expect_conversation"), dict) and (
+            "judge" in table["expect_conversation"]
+        ):
+            return (*where, "expect_conversation", "judge")
+        for index, turn in enumerate(table.get("turns", [])):
+            if isinstance(turn.get("expect"), dict) and "judge" in turn["expect"]:
+                return (*where, "turns", index, "expect", "judge")
+        return where
 
     def case(self, table: Mapping[str, Any], where: KeyPath) -> Case:
         self.only(table, _CASE_KEYS, where, "a case")
@@ -151,12 +313,67 @@ class _Reader:
             raise self.refuse(
                 (*where, "instance"), "instance must be an instance's name: A-Z, a-z, 0-9, _ or -"
             )
-        turns = self.tables(table, (*where, "turns"), f"case {name!r}", "[[cases.turns]]")
+        repeat = table.get("repeat", 1)
+        if not _is_int(repeat) or not 1 <= repeat <= REPEAT_MAX:
+            raise self.refuse(
+                (*where, "repeat"), f"repeat must be a whole number, 1 to {REPEAT_MAX}"
+            )
+        pass_rate = table.get("pass_rate", 1.0)
+        if not _is_number(pass_rate) or not 0 < pass_rate <= 1:
+            raise self.refuse((*where, "pass_rate"), "pass_rate must be more than 0 and at most 1")
+        simulate = self.simulate(table, (*where, "simulate"))
+        if simulate is not None and "turns" in table:
+            raise self.refuse(
+                (*where, "turns"),
+                "a case has turns or a simulated user ([cases.simulate]), not both",
+            )
+        turns: tuple[Turn, ...] = ()
+        if simulate is None:
+            tables = self.tables(table, (*where, "turns"), f"case {name!r}", "[[cases.turns]]")
+            turns = tuple(self.turn(turn, (*where, "turns", i)) for i, turn in enumerate(tables))
         return Case(
             name=name,
-            turns=tuple(self.turn(turn, (*where, "turns", i)) for i, turn in enumerate(turns)),
+            turns=turns,
             instance=instance,
             line=line_of(self.lines, where),
+            repeat=repeat,
+            pass_rate=float(pass_rate),
+            simulate=simulate,
+            expect_conversation=self.conversation(table, (*where, "expect_conversation")),
+        )
+
+    def simulate(self, table: Mapping[str, Any], where: KeyPath) -> Simulate | None:
+        value = table.get("simulate")
+        if value is None:
+            return None
+        if not isinstance(value, dict):
+            raise self.refuse(where, "simulate must be a table")
+        self.only(value, _SIMULATE_KEYS, where, "[cases.simulate]")
+        texts = {}
+        for key in ("persona", "goal"):
+            text = value.get(key)
+            if not isinstance(text, str) or not text.strip():
+                raise self.refuse((*where, key), f"a simulated user needs {key}, a text")
+            texts[key] = text
+        max_turns = value.get("max_turns")
+        if not _is_int(max_turns) or not 1 <= max_turns <= SIMULATED_TURNS_MAX:
+            raise self.refuse(
+                (*where, "max_turns"),
+                f"a simulated user needs max_turns, a whole number from 1 to {SIMULATED_TURNS_MAX}",
+            )
+        within = self.seconds(value, (*where, "within"), WITHIN_MAX)
+        return Simulate(
+            texts["persona"], texts["goal"], max_turns, DEFAULT_WITHIN if within is None else within
+        )
+
+    def conversation(self, table: Mapping[str, Any], where: KeyPath) -> ConversationExpect:
+        value = table.get("expect_conversation", {})
+        if not isinstance(value, dict):
+            raise self.refuse(where, "expect_conversation must be a table")
+        self.only(value, _CONVERSATION_KEYS, where, "expect_conversation")
+        return ConversationExpect(
+            judge=self.rubric(value, (*where, "judge")),
+            max_turn_seconds=self.seconds(value, (*where, "max_turn_seconds"), WITHIN_MAX),
         )
 
     def turn(self, table: Mapping[str, Any], where: KeyPath) -> Turn:
@@ -175,29 +392,71 @@ class _Reader:
 
     def expect(self, table: Mapping[str, Any], where: KeyPath) -> Expect:
         self.only(table, _EXPECT_KEYS, where, "expect")
-        within = table.get("within", DEFAULT_WITHIN)
-        if isinstance(within, bool) or not isinstance(within, int | float):
-            raise self.refuse((*where, "within"), "within must be a number of seconds")
-        if not 0 < within <= WITHIN_MAX:
-            raise self.refuse(
-                (*where, "within"), f"within must be more than 0 and at most {WITHIN_MAX:g} seconds"
-            )
+        within = self.seconds(table, (*where, "within"), WITHIN_MAX)
         reply = table.get("reply", True)
         if not isinstance(reply, bool):
             raise self.refuse((*where, "reply"), "reply must be true or false")
         if not reply:
-            about = sorted(set(table) & {"contains", "not_contains", "matches"})
+            about = sorted(set(table) - {"within", "reply"})
             if about:
                 raise self.refuse(
                     (*where, about[0]), f"reply = false expects no reply, so {about[0]} is refused"
                 )
+        json_wanted = table.get("json", False)
+        if not isinstance(json_wanted, bool):
+            raise self.refuse((*where, "json"), "json must be true or false")
+        tokens = table.get("max_completion_tokens")
+        if tokens is not None and (not _is_int(tokens) or tokens < 1):
+            raise self.refuse(
+                (*where, "max_completion_tokens"),
+                "max_completion_tokens must be a whole number ≥ 1",
+            )
         return Expect(
             contains=self.texts(table, (*where, "contains")),
             not_contains=self.texts(table, (*where, "not_contains")),
+            icontains=self.texts(table, (*where, "icontains")),
+            equals=self.text(table, (*where, "equals"), empty=True),
             matches=self.pattern(table, (*where, "matches")),
-            within=float(within),
+            not_matches=self.pattern(table, (*where, "not_matches")),
+            json=json_wanted,
+            json_schema=self.schema(table, (*where, "json_schema")),
+            max_seconds=self.seconds(table, (*where, "max_seconds"), WITHIN_MAX),
+            max_first_token_seconds=self.seconds(
+                table, (*where, "max_first_token_seconds"), WITHIN_MAX
+            ),
+            max_completion_tokens=tokens,
+            model=self.text(table, (*where, "model")),
+            finish_reason=self.text(table, (*where, "finish_reason")),
+            judge=self.rubric(table, (*where, "judge")),
+            within=DEFAULT_WITHIN if within is None else within,
             reply=reply,
         )
+
+    def seconds(self, table: Mapping[str, Any], where: KeyPath, limit: float) -> float | None:
+        key = str(where[-1])
+        value = table.get(key)
+        if value is None:
+            return None
+        if not _is_number(value) or not 0 < value <= limit:
+            raise self.refuse(where, f"{key} must be seconds, more than 0 and at most {limit:g}")
+        return float(value)
+
+    def text(self, table: Mapping[str, Any], where: KeyPath, *, empty: bool = False) -> str | None:
+        key = str(where[-1])
+        value = table.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, str) or not (empty or value.strip()):
+            raise self.refuse(where, f"{key} must be a text")
+        return value
+
+    def rubric(self, table: Mapping[str, Any], where: KeyPath) -> str | None:
+        value = table.get(str(where[-1]))
+        if value is None:
+            return None
+        if not isinstance(value, str) or not value.strip():
+            raise self.refuse(where, "judge must be the rubric, a text that is not empty")
+        return value
 
     def texts(self, table: Mapping[str, Any], where: KeyPath) -> tuple[str, ...]:
         key = str(where[-1])
@@ -207,15 +466,43 @@ class _Reader:
         return tuple(value)
 
     def pattern(self, table: Mapping[str, Any], where: KeyPath) -> re.Pattern[str] | None:
-        value = table.get("matches")
+        key = str(where[-1])
+        value = table.get(key)
         if value is None:
             return None
         if not isinstance(value, str) or not value:
-            raise self.refuse(where, "matches must be a regular expression, as a text")
+            raise self.refuse(where, f"{key} must be a regular expression, as a text")
         try:
             return re.compile(value)
         except re.error as error:
-            raise self.refuse(where, f"matches is not a regular expression: {error}") from error
+            raise self.refuse(where, f"{key} is not a regular expression: {error}") from error
+
+    def schema(self, table: Mapping[str, Any], where: KeyPath) -> Mapping[str, Any] | None:
+        """`json_schema`: an inline table, or a JSON file's path relative to the suite file;
+        checked as a JSON Schema here, so a broken one is refused before anything is sent."""
+        value = table.get("json_schema")
+        if value is None:
+            return None
+        if isinstance(value, str):
+            path = self.directory / value
+            try:
+                value = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError) as error:
+                reason = getattr(error, "strerror", None) or str(error)
+                raise self.refuse(where, f"json_schema {path} cannot be read ({reason})") from error
+            except ValueError as error:
+                raise self.refuse(where, f"json_schema {path} is not JSON: {error}") from error
+        if not isinstance(value, dict):
+            raise self.refuse(
+                where, "json_schema must be a JSON Schema: an inline table, or a JSON file's path"
+            )
+        try:
+            jsonschema.validators.validator_for(value).check_schema(value)
+        except jsonschema.SchemaError as error:
+            raise self.refuse(
+                where, f"json_schema is not a JSON Schema: {error.message}"
+            ) from error
+        return value
 
     def name(self, table: Mapping[str, Any], where: KeyPath, what: str, limit: int) -> str:
         value = table.get(str(where[-1]))
@@ -242,6 +529,20 @@ class _Reader:
                     (*where, key),
                     f"unknown key {key!r} in {what}; it takes {', '.join(sorted(known))}",
                 )
+
+
+NO_JUDGE = (
+    f"this asks a judge, and none is configured: add a [judge] table, or set "
+    f"{BASE_URL_VARIABLE} and {MODEL_VARIABLE}"
+)
+
+
+def _is_int(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: object) -> TypeGuard[int | float]:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 # --- where a key is written ----------------------------------------------------------------
@@ -305,6 +606,14 @@ def line_of(lines: list[tuple[KeyPath, int]], where: KeyPath) -> int:
     (a key of an inline table is on its table's line); 0 when nothing of it is."""
     for depth in range(len(where), 0, -1):
         for path, number in lines:
-            if path == where[:depth]:
+            # An array of tables is written as its entries: the first stands for all.
+            if path in (where[:depth], (*where[:depth], 0)):
                 return number
     return 0
+
+
+def expect_of(table: Mapping[str, Any], *, directory: Path | None = None) -> Expect:
+    """Keyword expectations (`reply.check(**expect)`), read as a suite file's `expect` table:
+    the same keys, the same refusals (a `SuiteFileRefused` whose `reason` says what is wrong)."""
+    reader = _Reader("reply.check", "", directory or Path.cwd(), os.environ)
+    return reader.expect(table, ("expect",))

@@ -1,4 +1,10 @@
-"""How a run is told: a line per case and a summary, JSON lines, JUnit XML."""
+"""How a run is told: a line per case and a summary, JSON lines, JUnit XML.
+
+Every case is one line or record per instance, with `k/N` (repeats passed of repeats run), its
+verdict and, when the run is compared with an earlier one, its change. The records sent to the
+stored history (`stored_record`) are the JSON records without the conversation's texts: those
+stay in the threads the record names.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +14,20 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tester.suites.runner import ERROR, FAILED, PASSED, CaseResult, Run
+from .runner import ERROR, FAIL, FLAKY, PASS, VERDICTS, Attempt, CaseReport, Plan, Run, TurnRecord
 
 SHOWN = 200
+# The longest text of a failure, and of a judge's reason, kept in the stored history; the
+# thread and the --json report hold all of it.
+STORED_TEXT = 2000
+STORED_REASON = 500
+# What a case's repeats may take in the stored history (within the listener's request limit),
+# and how many failed repeats keep their turns when a case is over it.
+STORED_ATTEMPTS = 150_000
+STORED_FULL_MISSES = 10
+LABELS = {PASS: "PASS", FLAKY: "FLAKY", FAIL: "FAIL", ERROR: "ERROR"}
+# The legacy `status` of a JSON record: a flaky case passed.
+STATUS = {PASS: "passed", FLAKY: "passed", FAIL: "failed", ERROR: "error"}
 
 
 def shown(text: str, limit: int = SHOWN) -> str:
@@ -21,100 +38,334 @@ def shown(text: str, limit: int = SHOWN) -> str:
     return f"“{line}”"
 
 
-def line(result: CaseResult) -> str:
-    """One line: pass, or fail with the first failed expectation and the actual reply."""
-    if result.status == PASSED:
-        turns = len(result.case.turns)
-        return f"PASS  {result.title} ({turns} turn{'s' if turns != 1 else ''})"
-    if result.failure is None:
-        return f"ERROR {result.title}: {result.refusal}"
+def clipped(text: str | None, limit: int = STORED_TEXT) -> str | None:
+    if text is None or len(text) <= limit:
+        return text
+    return text[: limit - 1] + "…"
+
+
+def name_of(report: CaseReport, *, with_instance: bool) -> str:
+    if with_instance and report.instance:
+        return f"{report.title} [{report.instance}]"
+    return report.title
+
+
+def tally(report: CaseReport, *, compared: bool) -> str:
+    """`k/N verdict`, and the change when the run is compared."""
+    told = f"{report.passed_runs}/{report.runs} {report.verdict}"
+    if compared and report.change:
+        told += f" · {report.change}"
+    return told
+
+
+def place(report: CaseReport, attempt: Attempt) -> str:
+    """Where a repeat went wrong: `run R, turn N “sent”` (the run only when there are several)."""
+    where = f"run {attempt.repeat}, " if report.runs > 1 else ""
+    if attempt.problem is not None or attempt.failed_turn is None:
+        return f"{where}the conversation" if attempt.problem is None else where.rstrip(", ")
+    sent = attempt.turns[attempt.failed_turn - 1].sent
+    return f"{where}turn {attempt.failed_turn} {shown(sent, 60)}"
+
+
+def miss(report: CaseReport) -> str:
+    """Where the first repeat that did not pass went wrong, on one line."""
+    attempt = report.first_miss
+    if attempt is None:
+        return ""
+    if attempt.problem is not None:
+        where = place(report, attempt)
+        return f"{where}: {attempt.problem}" if where else str(attempt.problem)
+    assert attempt.failure is not None
     return (
-        f"FAIL  {result.title}: turn {result.turn} {shown(result.sent or '', 60)}: "
-        f"expected {result.failure.expected}; got {shown(result.failure.actual)}"
+        f"{place(report, attempt)}: expected {attempt.failure.expected}; "
+        f"got {shown(attempt.failure.actual)}"
     )
 
 
-def summary(run: Run, seconds: float) -> str:
-    parts = [f"{run.passed} passed", f"{run.failed} failed"]
+def miss_lines(report: CaseReport) -> list[str]:
+    """The same on several lines, what came in full (a pytest failure)."""
+    attempt = report.first_miss
+    if attempt is None or attempt.failure is None:
+        return [miss(report)]
+    return [
+        place(report, attempt),
+        f"expected: {attempt.failure.expected}",
+        f"actual: {attempt.failure.actual}",
+    ]
+
+
+def line(report: CaseReport, *, with_instance: bool = False, compared: bool = False) -> str:
+    """One line: its verdict, the case, where it first went wrong, and `k/N verdict`."""
+    label = f"{LABELS[report.verdict]:<5}"
+    name = name_of(report, with_instance=with_instance)
+    if report.verdict == PASS:
+        turns = max(len(a.turns) for a in report.attempts)
+        return (
+            f"{label} {name} ({turns} turn{'s' if turns != 1 else ''}) "
+            f"· {tally(report, compared=compared)}"
+        )
+    return f"{label} {name}: {miss(report)} · {tally(report, compared=compared)}"
+
+
+def not_run_line(plan: Plan, *, with_instance: bool = False) -> str:
+    name = plan.title + (f" [{plan.instance}]" if with_instance and plan.instance else "")
+    return f"SKIP  {name}: not run"
+
+
+def summary(run: Run, seconds: float, *, run_id: int | None, baseline: int | None) -> str:
+    parts = [f"{run.count(verdict)} {verdict}" for verdict in VERDICTS]
+    told = ", ".join(parts)
+    if baseline is not None:
+        told += f"; {run.regressed} regressed against run {baseline}"
     if run.not_run:
-        parts.append(f"{run.not_run} not run")
-    return f"{', '.join(parts)} in {seconds:.1f} s"
+        told += f"; {len(run.not_run)} not run"
+    if run_id is not None:
+        told += f" (run {run_id})"
+    return f"{told} in {seconds:.1f} s"
 
 
-def as_json(result: CaseResult) -> dict[str, Any]:
-    """One case as one JSON object (`--json`)."""
+def instance_matrix(reports: Sequence[CaseReport]) -> list[str]:
+    """The cases down, the instances across, `verdict k/N` in each cell: empty when every case
+    ran on one instance."""
+    instances = list(dict.fromkeys(report.instance for report in reports))
+    if len(instances) < 2:
+        return []
+    cases = list(dict.fromkeys(report.title for report in reports))
+    cells = {(r.title, r.instance): f"{r.verdict} {r.passed_runs}/{r.runs}" for r in reports}
+    rows = [["", *instances]]
+    rows += [[title, *(cells.get((title, i), "—") for i in instances)] for title in cases]
+    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
+    return [
+        "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    ]
+
+
+# --- records ---------------------------------------------------------------------------------
+
+
+def turn_record(turn: TurnRecord, *, texts: bool) -> dict[str, Any]:
+    outcome = turn.outcome
+    reply = outcome.reply
+    record: dict[str, Any] = {
+        "turn": turn.number,
+        "id": turn.turn_id,
+        "state": outcome.state,
+        "reply_id": reply.message.get("id") if reply else None,
+        "seconds": round(reply.seconds if reply else outcome.seconds, 3),
+        "first_token_seconds": round(reply.first_token_seconds, 3) if reply else None,
+        "usage": reply.usage if reply else None,
+        "model": reply.model if reply else None,
+        "finish_reason": reply.finish_reason if reply else None,
+        "passed": turn.failure is None,
+        "judge": [vote.as_json() for vote in turn.votes],
+    }
+    if texts:
+        record["sent"] = turn.sent
+        record["reply"] = reply.body if reply else None
+    return record
+
+
+def attempt_record(attempt: Attempt, *, texts: bool) -> dict[str, Any]:
+    failure = attempt.failure
     return {
-        "suite": result.suite.name,
-        "case": result.case.name,
-        "file": result.suite.file,
-        "status": result.status,
-        "thread": result.thread,
-        "turn": result.turn,
-        "sent": result.sent,
-        "expected": result.failure.expected if result.failure else None,
-        "actual": result.failure.actual if result.failure else None,
-        "error": result.refusal.code if result.refusal else None,
-        "detail": result.refusal.detail if result.refusal else None,
-        "seconds": round(result.seconds, 3),
+        "repeat": attempt.repeat,
+        "thread": attempt.thread,
+        "passed": attempt.passed,
+        "error": attempt.problem.code if attempt.problem else None,
+        "detail": attempt.problem.detail if attempt.problem else None,
+        "failed_turn": attempt.failed_turn,
+        "expected": failure.expected if failure else None,
+        "actual": (failure.actual if texts else clipped(failure.actual)) if failure else None,
+        "seconds": round(attempt.seconds, 3),
+        "turns": [turn_record(turn, texts=texts) for turn in attempt.turns],
+        "judge": [vote.as_json() for vote in attempt.conversation_votes],
     }
 
 
-def json_line(result: CaseResult) -> str:
-    return json.dumps(as_json(result), ensure_ascii=False)
+def failures(report: CaseReport) -> list[dict[str, Any]]:
+    """Each repeat's miss: where, what was expected, what came (a problem is what came)."""
+    found = []
+    for attempt in report.attempts:
+        if attempt.passed:
+            continue
+        turn = attempt.turns[attempt.failed_turn - 1] if attempt.failed_turn else None
+        if attempt.failure is not None:
+            expected, actual = attempt.failure.expected, attempt.failure.actual
+        else:
+            expected, actual = "a verdict", str(attempt.problem)
+        found.append(
+            {
+                "repeat": attempt.repeat,
+                "turn": attempt.failed_turn,
+                "sent": clipped(turn.sent if turn else None, 500),
+                "expected": clipped(expected),
+                "actual": clipped(actual),
+            }
+        )
+    return found
 
 
-def junit(results: Sequence[CaseResult]) -> ElementTree.ElementTree:
-    """JUnit XML: one `testsuite` per suite, one `testcase` per case, a `failure` with what
-    was expected and what came (or an `error` with the listener's refusal)."""
+def stored_record(report: CaseReport) -> dict[str, Any]:
+    """What the stored history keeps of a case (`POST /api/suite-runs/ID/cases`): each
+    repeat's turns with their timings, tokens, model and the judge's reasons, within
+    `STORED_ATTEMPTS` characters (`stored_attempts`); the texts stay in the threads."""
+    return {
+        "suite": report.plan.suite.name,
+        "case": report.plan.case.name,
+        "instance": report.instance,
+        "verdict": report.verdict,
+        "passed_runs": report.passed_runs,
+        "runs": report.runs,
+        "threads": report.threads,
+        "failures": failures(report),
+        "attempts": stored_attempts(report.attempts),
+    }
+
+
+def stored_attempts(attempts: Sequence[Attempt]) -> list[dict[str, Any]]:
+    """Every repeat's record without texts (its failure is in `failures`). A case too big for
+    the budget keeps the turns of its first repeats that did not pass, and of none that did:
+    every repeat still names its thread, verdict and time."""
+    records = []
+    for attempt in attempts:
+        record = attempt_record(attempt, texts=False)
+        del record["expected"], record["actual"]
+        for turn in record["turns"]:
+            for vote in turn["judge"]:
+                vote["reason"] = clipped(vote["reason"], STORED_REASON)
+        records.append(record)
+    if len(json.dumps(records)) <= STORED_ATTEMPTS:
+        return records
+    kept = 0
+    for record in records:
+        if record["passed"] or kept >= STORED_FULL_MISSES:
+            record["turns"] = []
+        else:
+            kept += 1
+    return records
+
+
+def as_json(report: CaseReport) -> dict[str, Any]:
+    """One case on one instance as one JSON object (`--json`)."""
+    first = report.first_miss
+    failure = first.failure if first else None
+    problem = first.problem if first else None
+    turn = first.turns[first.failed_turn - 1] if first and first.failed_turn else None
+    return {
+        "suite": report.plan.suite.name,
+        "case": report.plan.case.name,
+        "file": report.plan.suite.file,
+        "instance": report.instance,
+        "verdict": report.verdict,
+        "passed_runs": report.passed_runs,
+        "runs": report.runs,
+        "change": report.change,
+        "status": STATUS[report.verdict],
+        "thread": first.thread if first else next(iter(report.threads), None),
+        "threads": report.threads,
+        "turn": first.failed_turn if first else None,
+        "sent": turn.sent if turn else None,
+        "expected": failure.expected if failure else None,
+        "actual": failure.actual if failure else None,
+        "error": problem.code if problem else None,
+        "detail": problem.detail if problem else None,
+        "seconds": round(report.seconds, 3),
+        "repeats": [attempt_record(attempt, texts=True) for attempt in report.attempts],
+    }
+
+
+def json_line(report: CaseReport) -> str:
+    return json.dumps(as_json(report), ensure_ascii=False)
+
+
+def summary_record(run: Run, *, run_id: int | None) -> dict[str, Any]:
+    counts: dict[str, Any] = {"run": run_id}
+    counts |= {verdict: run.count(verdict) for verdict in VERDICTS}
+    counts |= {"regressed": run.regressed, "not_run": len(run.not_run)}
+    return {"summary": counts}
+
+
+def json_summary(run: Run, *, run_id: int | None) -> str:
+    return json.dumps(summary_record(run, run_id=run_id))
+
+
+# --- JUnit -----------------------------------------------------------------------------------
+
+
+def junit(run: Run, every: Sequence[Plan]) -> ElementTree.ElementTree:
+    """JUnit XML: one `testsuite` per suite, one `testcase` per case and instance, with the
+    verdict, `k/N` and the change as properties, a `failure` with what was expected and what
+    came (or an `error` with the refusal); every planned case not run is `skipped`, so every
+    case of the files appears."""
     root = ElementTree.Element("testsuites", name="testassistant")
-    suites: dict[str, ElementTree.Element] = {}
-    for result in results:
-        key = f"{result.suite.file}\0{result.suite.name}"
+    suites: dict[tuple[str, str], ElementTree.Element] = {}
+    with_instance = len({plan.instance for plan in every}) > 1
+    reported = {(r.plan.suite.file, r.plan.case.name, r.plan.instance): r for r in run.reports}
+    tallies: dict[ElementTree.Element, list[str]] = {}
+    for plan in every:
+        key = (plan.suite.file, plan.suite.name)
         if key not in suites:
             suites[key] = ElementTree.SubElement(
-                root, "testsuite", name=result.suite.name, file=result.suite.file
+                root, "testsuite", name=plan.suite.name, file=plan.suite.file
             )
+            tallies[suites[key]] = []
+        report = reported.get((plan.suite.file, plan.case.name, plan.instance))
+        name = plan.case.name + (f" [{plan.instance}]" if with_instance and plan.instance else "")
         case = ElementTree.SubElement(
             suites[key],
             "testcase",
-            classname=result.suite.name,
-            name=result.case.name,
-            file=result.suite.file,
-            line=str(result.case.line),
-            time=f"{result.seconds:.3f}",
+            classname=plan.suite.name,
+            name=name,
+            file=plan.suite.file,
+            line=str(plan.case.line),
+            time=f"{report.seconds:.3f}" if report else "0.000",
         )
-        if result.status == FAILED and result.failure is not None:
+        if report is None:
+            ElementTree.SubElement(case, "skipped", message="not run")
+            tallies[suites[key]].append("skipped")
+            continue
+        _properties(case, report)
+        tallies[suites[key]].append(report.verdict)
+        first = report.first_miss
+        if report.verdict == FAIL and first is not None and first.failure is not None:
             failure = ElementTree.SubElement(
-                case,
-                "failure",
-                type="expectation",
-                message=f"turn {result.turn}: expected {result.failure.expected}",
+                case, "failure", type="expectation", message=miss(report)
             )
-            failure.text = (
-                f"turn {result.turn}: sent {result.sent}\n"
-                f"expected: {result.failure.expected}\n"
-                f"actual: {result.failure.actual}\n"
+            failure.text = "\n".join(
+                f"run {f['repeat']}, turn {f['turn']}: sent {f['sent']}\n"
+                f"expected: {f['expected']}\nactual: {f['actual']}"
+                for f in failures(report)
             )
-        elif result.status == ERROR and result.refusal is not None:
+        elif report.verdict == ERROR and first is not None and first.problem is not None:
             error = ElementTree.SubElement(
-                case, "error", type=result.refusal.code, message=result.refusal.detail
+                case, "error", type=first.problem.code, message=first.problem.detail
             )
-            error.text = str(result.refusal)
-    for element in [root, *suites.values()]:
-        counted = [
-            r
-            for r in results
-            if element is root or suites[f"{r.suite.file}\0{r.suite.name}"] is element
-        ]
-        element.set("tests", str(len(counted)))
-        element.set("failures", str(sum(r.status == FAILED for r in counted)))
-        element.set("errors", str(sum(r.status == ERROR for r in counted)))
-        element.set("time", f"{sum(r.seconds for r in counted):.3f}")
+            error.text = str(first.problem)
+    for element, verdicts in [(root, [v for vs in tallies.values() for v in vs]), *tallies.items()]:
+        element.set("tests", str(len(verdicts)))
+        element.set("failures", str(verdicts.count(FAIL)))
+        element.set("errors", str(verdicts.count(ERROR)))
+        element.set("skipped", str(verdicts.count("skipped")))
     ElementTree.indent(root)
     return ElementTree.ElementTree(root)
 
 
-def write_junit(results: Sequence[CaseResult], path: str | Path) -> None:
+def _properties(case: ElementTree.Element, report: CaseReport) -> None:
+    properties = ElementTree.SubElement(case, "properties")
+    shown_properties = {
+        "verdict": report.verdict,
+        "passed_runs": report.passed_runs,
+        "runs": report.runs,
+        "change": report.change or "",
+        "instance": report.instance,
+        "threads": " ".join(str(thread) for thread in report.threads),
+    }
+    for name, value in shown_properties.items():
+        ElementTree.SubElement(properties, "property", name=name, value=str(value))
+
+
+def write_junit(run: Run, every: Sequence[Plan], path: str | Path) -> None:
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    junit(results).write(target, encoding="utf-8", xml_declaration=True)
+    junit(run, every).write(target, encoding="utf-8", xml_declaration=True)

@@ -1,8 +1,13 @@
-"""Running suites: each case in a new tester thread, its turns in order, cases side by side.
+"""Running suites: each case once per instance, each of its repeats in a new tester thread.
+
+A repeat is an independent run of the case: a thread of its own, its turns in order, each
+checked as it comes. A case's verdict is over its repeats (`verdict`): `pass` when every repeat
+passed, `flaky` when some failed but at least `pass_rate` of them passed, `fail` below that, and
+`error` when a repeat could not be judged (a listener's refusal, a judge that could not be
+asked). Repeats and cases run side by side, `jobs` at a time.
 
 A refusal from the listener (`tester-off`, an unknown instance, an unreachable listener) is no
-verdict on the assistant: it ends the run, cases not yet started are left unrun, and the caller
-reports it apart from the cases' results.
+verdict on the assistant: it ends the run, and what was not started is left unrun.
 """
 
 from __future__ import annotations
@@ -12,29 +17,85 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any
 
-from tester.suites.client import ListenerError, TesterClient
-from tester.suites.expectations import Failure, first_failure
-from tester.suites.files import Case, Suite
+from .client import ListenerError, Outcome, TesterClient
+from .expectations import Checked, Failure, check_conversation, check_turn
+from .files import Case, Expect, Suite
+from .judge import Judge, JudgeConfig, JudgeError, Transcript, Vote
 
-PASSED = "passed"
-FAILED = "failed"
+PASS = "pass"
+FLAKY = "flaky"
+FAIL = "fail"
 ERROR = "error"
+VERDICTS = (PASS, FLAKY, FAIL, ERROR)
+RATE_ALLOWANCE = 5e-5
 
 
 @dataclass(frozen=True)
-class CaseResult:
+class Problem:
+    """Why a repeat has no verdict: the listener's refusal, or the judge's failure."""
+
+    code: str
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.detail}"
+
+
+@dataclass(frozen=True)
+class TurnRecord:
+    """One turn of a repeat: what was sent, what came, how fast, and how it was judged."""
+
+    number: int
+    sent: str
+    outcome: Outcome
+    failure: Failure | None = None
+    votes: tuple[Vote, ...] = ()
+
+    @property
+    def turn_id(self) -> int:
+        return int(self.outcome.turn["id"])
+
+
+@dataclass
+class Attempt:
+    """One repeat of a case in its own thread."""
+
+    repeat: int
+    thread: int | None = None
+    instance: str = ""
+    turns: list[TurnRecord] = field(default_factory=list)
+    # The first expectation missed, and its turn (None: the conversation's own expectations).
+    failure: Failure | None = None
+    failed_turn: int | None = None
+    problem: Problem | None = None
+    # The judge's votes over the whole conversation, or on the simulated user's goal.
+    conversation_votes: tuple[Vote, ...] = ()
+    seconds: float = 0.0
+
+    @property
+    def passed(self) -> bool:
+        return self.problem is None and self.failure is None
+
+    @property
+    def transcript(self) -> list[tuple[str, str]]:
+        said: list[tuple[str, str]] = []
+        for turn in self.turns:
+            said.append(("user", turn.sent))
+            if turn.outcome.reply is not None:
+                said.append(("assistant", turn.outcome.reply.body))
+        return said
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A case to run on one instance (None: the business's default), `repeat` times."""
+
     suite: Suite
     case: Case
-    status: str
-    seconds: float
-    thread: int | None = None
-    # Where it failed: the turn (1-based), what it sent, what was expected and what came.
-    turn: int | None = None
-    sent: str | None = None
-    failure: Failure | None = None
-    # For ERROR: the listener's refusal.
-    refusal: ListenerError | None = None
+    instance: str | None
+    repeat: int
 
     @property
     def title(self) -> str:
@@ -42,18 +103,77 @@ class CaseResult:
 
 
 @dataclass
+class CaseReport:
+    """A case on one instance: every repeat, the verdict over them, and (once stored) how it
+    compares with the baseline run."""
+
+    plan: Plan
+    attempts: list[Attempt]
+    verdict: str
+    change: str | None = None
+
+    @property
+    def instance(self) -> str:
+        """The instance the case talked to, as its threads name it."""
+        for attempt in self.attempts:
+            if attempt.instance:
+                return attempt.instance
+        return self.plan.instance or ""
+
+    @property
+    def passed_runs(self) -> int:
+        return sum(attempt.passed for attempt in self.attempts)
+
+    @property
+    def runs(self) -> int:
+        return len(self.attempts)
+
+    @property
+    def threads(self) -> list[int]:
+        return [attempt.thread for attempt in self.attempts if attempt.thread is not None]
+
+    @property
+    def title(self) -> str:
+        return self.plan.title
+
+    @property
+    def first_miss(self) -> Attempt | None:
+        """The repeat that says why the verdict is what it is: for `error`, the first that
+        could not be judged; else the first that did not pass."""
+        if self.verdict == ERROR:
+            return next((a for a in self.attempts if a.problem is not None), None)
+        return next((attempt for attempt in self.attempts if not attempt.passed), None)
+
+    @property
+    def seconds(self) -> float:
+        return sum(attempt.seconds for attempt in self.attempts)
+
+
+@dataclass
 class Run:
-    results: list[CaseResult] = field(default_factory=list)
+    reports: list[CaseReport] = field(default_factory=list)
     refusal: ListenerError | None = None
-    not_run: int = 0
+    not_run: list[Plan] = field(default_factory=list)
+
+    def count(self, verdict: str) -> int:
+        return sum(report.verdict == verdict for report in self.reports)
 
     @property
-    def failed(self) -> int:
-        return sum(result.status == FAILED for result in self.results)
+    def regressed(self) -> int:
+        return sum(report.change == "regressed" for report in self.reports)
 
-    @property
-    def passed(self) -> int:
-        return sum(result.status == PASSED for result in self.results)
+
+def verdict_of(attempts: Sequence[Attempt], pass_rate: float) -> str:
+    if any(attempt.problem is not None for attempt in attempts):
+        return ERROR
+    passed = sum(attempt.passed for attempt in attempts)
+    if passed == len(attempts):
+        return PASS
+    # An allowance below the gap between any two rates k/N (N ≤ 100), so 2 of 3 meets a
+    # pass_rate written as 0.6667.
+    if passed / len(attempts) >= pass_rate - RATE_ALLOWANCE:
+        return FLAKY
+    return FAIL
 
 
 def selected(suites: Sequence[Suite], keyword: str | None) -> list[tuple[Suite, Case]]:
@@ -66,68 +186,206 @@ def selected(suites: Sequence[Suite], keyword: str | None) -> list[tuple[Suite, 
     ]
 
 
-def run_case(client: TesterClient, suite: Suite, case: Case, *, project: int) -> CaseResult:
-    """One case in a new tester thread `<suite> · <case> · <UTC time>`; stops at its first
-    failed expectation. A listener's refusal is raised."""
-    started = time.monotonic()
-    with client.new_thread(
-        project=project, name=f"{suite.name} · {case.name}", instance=case.instance
-    ) as thread:
-        for number, turn in enumerate(case.turns, start=1):
-            outcome = thread.ask(turn.send, within=turn.expect.within)
-            failure = first_failure(turn.expect, outcome)
-            if failure is not None:
-                return CaseResult(
-                    suite,
-                    case,
-                    FAILED,
-                    time.monotonic() - started,
-                    thread=thread.id,
-                    turn=number,
-                    sent=turn.send,
-                    failure=failure,
-                )
-        return CaseResult(suite, case, PASSED, time.monotonic() - started, thread=thread.id)
-
-
-def run_suites(
+def plans(
     suites: Sequence[Suite],
+    *,
+    keyword: str | None = None,
+    repeat: int | None = None,
+    instances: Sequence[str] = (),
+) -> list[Plan]:
+    """Each selected case once per instance: those given (`--instance`), else the case's own,
+    else the suite's, else the default; `repeat` (`--repeat`) overrides every case's."""
+    found: list[Plan] = []
+    for suite, case in selected(suites, keyword):
+        if instances:
+            on: Sequence[str | None] = instances
+        elif case.instance is not None:
+            on = [case.instance]
+        else:
+            on = suite.instances or [None]
+        found += [Plan(suite, case, instance, repeat or case.repeat) for instance in on]
+    return found
+
+
+class Judges:
+    """One judge per configuration, shared by every case asking it."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._judges: dict[JudgeConfig, Judge] = {}
+
+    def of(self, suite: Suite) -> Judge | None:
+        if suite.judge is None:
+            return None
+        with self._lock:
+            if suite.judge not in self._judges:
+                self._judges[suite.judge] = Judge(suite.judge)
+            return self._judges[suite.judge]
+
+
+def run_attempt(
+    client: TesterClient, plan: Plan, *, project: int, repeat: int, judge: Judge | None
+) -> Attempt:
+    """One repeat of `plan` in a new tester thread `<suite> · <case> · <UTC time>`; stops at
+    its first failed expectation. A listener's refusal is raised; a judge's failure makes the
+    repeat's problem."""
+    started = time.monotonic()
+    attempt = Attempt(repeat)
+    with client.new_thread(project=project, name=plan.title, instance=plan.instance) as thread:
+        attempt.thread = thread.id
+        attempt.instance = thread.instance
+        try:
+            if plan.case.simulate is not None:
+                _simulate(thread, plan.case, attempt, judge)
+            else:
+                _play(thread, plan.case, attempt, judge)
+        except JudgeError as error:
+            attempt.problem = Problem("judge", str(error))
+    attempt.seconds = time.monotonic() - started
+    return attempt
+
+
+def _play(thread: Any, case: Case, attempt: Attempt, judge: Judge | None) -> None:
+    for number, turn in enumerate(case.turns, start=1):
+        outcome = thread.ask(turn.send, within=turn.expect.within)
+        transcript = [*attempt.transcript, ("user", turn.send)]
+        if outcome.reply is not None:
+            transcript.append(("assistant", outcome.reply.body))
+        checked = check_turn(turn.expect, outcome, transcript=transcript, judge=judge)
+        if not _took(attempt, number, turn.send, outcome, checked):
+            return
+    _check_conversation(case, attempt, judge)
+
+
+def _simulate(thread: Any, case: Case, attempt: Attempt, judge: Judge | None) -> None:
+    """The judge plays the user until it finds the goal met, or `max_turns` have passed."""
+    simulate = case.simulate
+    assert simulate is not None and judge is not None  # the file's reader made sure
+    for number in range(1, simulate.max_turns + 1):
+        said = judge.user_turn(
+            persona=simulate.persona, goal=simulate.goal, transcript=attempt.transcript
+        )
+        outcome = thread.ask(said, within=simulate.within)
+        # A simulated user's turn expects a reply, and nothing more of it.
+        checked = check_turn(Expect(within=simulate.within), outcome)
+        if not _took(attempt, number, said, outcome, checked):
+            return
+        verdict = judge.goal_met(
+            persona=simulate.persona, goal=simulate.goal, transcript=attempt.transcript
+        )
+        attempt.conversation_votes = verdict.votes
+        if verdict.passed:
+            _check_conversation(case, attempt, judge, goal_votes=verdict.votes)
+            return
+    attempt.failure = Failure(
+        f"the goal met within {simulate.max_turns} turns ({simulate.goal})",
+        f"not met: {'; '.join(vote.reason for vote in attempt.conversation_votes)}",
+    )
+
+
+def _took(attempt: Attempt, number: int, sent: str, outcome: Outcome, checked: Checked) -> bool:
+    """Record one turn; False when it failed, and the repeat ends there."""
+    attempt.turns.append(TurnRecord(number, sent, outcome, checked.failure, checked.votes))
+    if checked.failure is None:
+        return True
+    attempt.failure = checked.failure
+    attempt.failed_turn = number
+    return False
+
+
+def _check_conversation(
+    case: Case, attempt: Attempt, judge: Judge | None, goal_votes: tuple[Vote, ...] = ()
+) -> None:
+    transcript: Transcript = attempt.transcript
+    checked = check_conversation(
+        case.expect_conversation,
+        transcript=transcript,
+        seconds=[turn.outcome.seconds for turn in attempt.turns],
+        judge=judge,
+    )
+    attempt.conversation_votes = goal_votes + checked.votes
+    attempt.failure = checked.failure
+
+
+def run_plan(
+    client: TesterClient, plan: Plan, *, project: int, judges: Judges | None = None
+) -> CaseReport:
+    """Every repeat of one plan, one after the other (the pytest plugin's way)."""
+    judge = (judges or Judges()).of(plan.suite)
+    attempts = [
+        run_attempt(client, plan, project=project, repeat=number, judge=judge)
+        for number in range(1, plan.repeat + 1)
+    ]
+    return CaseReport(plan, attempts, verdict_of(attempts, plan.case.pass_rate))
+
+
+def run_plans(
+    planned: Sequence[Plan],
     client: TesterClient,
     *,
     jobs: int = 1,
-    keyword: str | None = None,
-    on_result: Callable[[CaseResult], None] = lambda result: None,
+    on_report: Callable[[CaseReport], None] = lambda report: None,
 ) -> Run:
-    """Run the selected cases, `jobs` at a time; results in the files' order."""
-    cases = selected(suites, keyword)
+    """Run every repeat of every plan, `jobs` at a time; reports in the plans' order, each
+    handed to `on_report` as its last repeat ends (one at a time)."""
     run = Run()
     try:
-        projects = {name: client.project_id(name) for name in {s.project for s, _ in cases}}
+        projects = {name: client.project_id(name) for name in {p.suite.project for p in planned}}
     except ListenerError as refusal:
         run.refusal = refusal
-        run.not_run = len(cases)
+        run.not_run = list(planned)
         return run
+    judges = Judges()
     halted = threading.Event()
     lock = threading.Lock()
+    attempts: list[list[Attempt | None]] = [[None] * plan.repeat for plan in planned]
+    left = [plan.repeat for plan in planned]
+    reports: dict[int, CaseReport] = {}
 
-    def play(suite: Suite, case: Case) -> CaseResult | None:
-        if halted.is_set():
-            return None
-        started = time.monotonic()
-        try:
-            result = run_case(client, suite, case, project=projects[suite.project])
-        except ListenerError as refusal:
-            halted.set()
-            with lock:
-                run.refusal = run.refusal or refusal
-            result = CaseResult(suite, case, ERROR, time.monotonic() - started, refusal=refusal)
+    def play(index: int, repeat: int) -> None:
+        plan = planned[index]
+        attempt: Attempt | None = None
+        if not halted.is_set():
+            started = time.monotonic()
+            try:
+                attempt = run_attempt(
+                    client,
+                    plan,
+                    project=projects[plan.suite.project],
+                    repeat=repeat,
+                    judge=judges.of(plan.suite),
+                )
+            except ListenerError as refusal:
+                halted.set()
+                attempt = Attempt(repeat, problem=Problem(refusal.code, refusal.detail))
+                attempt.seconds = time.monotonic() - started
+                with lock:
+                    run.refusal = run.refusal or refusal
         with lock:
-            # One line at a time, whichever case finished.
-            on_result(result)
-        return result
+            attempts[index][repeat - 1] = attempt
+            left[index] -= 1
+            if left[index]:
+                return
+            ran = [a for a in attempts[index] if a is not None]
+            if not ran:
+                return
+            if len(ran) < plan.repeat and all(a.problem is None for a in ran):
+                ran.append(Attempt(len(ran) + 1, problem=HALTED))
+            report = CaseReport(plan, ran, verdict_of(ran, plan.case.pass_rate))
+            reports[index] = report
+            # One report at a time, whichever case ended.
+            on_report(report)
 
+    tasks = [
+        (index, repeat)
+        for index, plan in enumerate(planned)
+        for repeat in range(1, plan.repeat + 1)
+    ]
     with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="case") as pool:
-        played = list(pool.map(lambda pair: play(*pair), cases))
-    run.results = [result for result in played if result is not None]
-    run.not_run = len(played) - len(run.results)
+        list(pool.map(lambda task: play(*task), tasks))
+    run.reports = [reports[index] for index in sorted(reports)]
+    run.not_run = [plan for index, plan in enumerate(planned) if index not in reports]
     return run
+
+
+HALTED = Problem("halted", "the run was halted before every repeat of this case ran")

@@ -71,12 +71,14 @@ def write_suite(directory: Path, text: str, name: str = "case.suite.toml") -> Pa
 
 def run_testassistant(*arguments: str | Path) -> Ran:
     """`testassistant` in this process; its status as the command line would exit with it."""
-    out = io.StringIO()
+    out, err = io.StringIO(), io.StringIO()
     try:
-        call_command("testassistant", *[str(a) for a in arguments], stdout=out)
+        call_command("testassistant", *[str(a) for a in arguments], stdout=out, stderr=err)
     except CommandError as error:
-        return Ran(error.returncode, out.getvalue(), str(error))
-    return Ran(0, out.getvalue(), "")
+        return Ran(error.returncode, out.getvalue(), err.getvalue() + str(error))
+    except SystemExit as exit:
+        return Ran(int(exit.code or 0), out.getvalue(), err.getvalue())
+    return Ran(0, out.getvalue(), err.getvalue())
 
 
 def run_testassistant_process(*arguments: str | Path, env: dict[str, str]) -> Ran:

@@ -1,5 +1,7 @@
-"""The pytest plugin (`pytest_plugins = ["tester.pytest_plugin"]`), run by pytester in a pytest
-of its own against a real `manage.py serve` with the offline backend."""
+"""The pytest plugin, enabled inside the project by `pytest_plugins =
+["tester.suites.pytest_plugin"]`, run by pytester in a pytest of its own against a real
+`manage.py serve` with the offline backend. (Installed, it needs no conftest line:
+test_installed_client.py.)"""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from tests.console.server import ROOT
 from tests.tester.conftest import Served, human_left_alone
 from tests.tester.suite_runs import FAILING, GREETS, write_suite
 
-CONFTEST = 'pytest_plugins = ["tester.pytest_plugin"]\n'
+CONFTEST = 'pytest_plugins = ["tester.suites.pytest_plugin"]\n'
 
 
 @pytest.fixture

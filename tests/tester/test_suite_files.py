@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
 
 from tester.suites.files import (
     DEFAULT_WITHIN,
+    NO_JUDGE,
+    ConversationExpect,
+    Expect,
+    Simulate,
     SuiteFileRefused,
     key_lines,
     line_of,
@@ -15,6 +21,7 @@ from tester.suites.files import (
     load_suites,
     suite_files,
 )
+from tester.suites.judge import JudgeConfig
 
 EXAMPLE = """\
 name = "smoke"            # suite name
@@ -50,10 +57,13 @@ def write(tmp_path: Path, text: str, name: str = "s.suite.toml") -> Path:
     return path
 
 
-def refusal(tmp_path: Path, text: str) -> SuiteFileRefused:
+def refusal(
+    tmp_path: Path, text: str, environ: Mapping[str, str] | None = None
+) -> SuiteFileRefused:
+    """The refusal of `text`; no MOSAIC_JUDGE_* variable of the shell running the tests is seen."""
     path = write(tmp_path, text)
     with pytest.raises(SuiteFileRefused) as caught:
-        load_suite(path)
+        load_suite(path, environ={} if environ is None else environ)
     assert caught.value.file == str(path)
     assert str(caught.value) == f"{path}:{caught.value.line}: {caught.value.reason}"
     return caught.value
@@ -88,6 +98,8 @@ def test_load_turn_without_expect_expects_a_reply_within_the_default(tmp_path: P
 
 
 HEAD = 'name = "s"\nproject = "p"\n\n[[cases]]\nname = "c"\n\n[[cases.turns]]\nsend = "hi"\n'
+# The rewrite says the whole range in one sentence, whatever was wrong with the value.
+WITHIN_RANGE = "within must be seconds, more than 0 and at most 3600"
 
 
 @pytest.mark.parametrize(
@@ -97,10 +109,10 @@ HEAD = 'name = "s"\nproject = "p"\n\n[[cases]]\nname = "c"\n\n[[cases.turns]]\ns
         (HEAD + "[cases.turns.expect]\nwithin = 1\nmatch = 'x'\n", 11, "unknown key 'match'"),
         (HEAD + "expect = { matches = '([' }\n", 9, "matches is not a regular expression"),
         (HEAD + "expect = { matches = '' }\n", 9, "matches must be a regular expression"),
-        (HEAD + "expect = { within = 'soon' }\n", 9, "within must be a number of seconds"),
-        (HEAD + "expect = { within = true }\n", 9, "within must be a number of seconds"),
-        (HEAD + "expect = { within = 0 }\n", 9, "within must be more than 0"),
-        (HEAD + "expect = { within = 3601 }\n", 9, "at most 3600 seconds"),
+        (HEAD + "expect = { within = 'soon' }\n", 9, WITHIN_RANGE),
+        (HEAD + "expect = { within = true }\n", 9, WITHIN_RANGE),
+        (HEAD + "expect = { within = 0 }\n", 9, WITHIN_RANGE),
+        (HEAD + "expect = { within = 3601 }\n", 9, WITHIN_RANGE),
         (HEAD + "expect = { reply = 'no' }\n", 9, "reply must be true or false"),
         (HEAD + "expect = { reply = false, contains = ['x'] }\n", 9, "so contains is refused"),
         (HEAD + "expect = { contains = 'x' }\n", 9, "contains must be a list of texts"),
@@ -179,3 +191,448 @@ def test_line_of_finds_keys_under_the_right_array_entry() -> None:
     assert line_of(lines, ("cases", 0, "turns", 0, "expect", "matches")) == 9
     assert line_of(lines, ("cases", 1, "turns", 0, "expect", "matches")) == 22
     assert line_of(lines, ("absent",)) == 0
+
+
+# --- the keys of the rewrite: instances, [judge], repeats, simulated users, richer expect ------
+
+FULL = """\
+name = "full"
+project = "qa"
+instances = ["alpha", "beta"]
+
+[judge]
+base_url = "http://127.0.0.1:9/v1"
+model = "grader"
+api_key_env = "SUITE_JUDGE_KEY"
+votes = 3
+
+[[cases]]
+name = "structured"
+instance = "gamma"
+repeat = 5
+pass_rate = 0.6
+
+[[cases.turns]]
+send = "give me the record"
+
+[cases.turns.expect]
+contains = ["name"]
+not_contains = ["error"]
+icontains = ["ADA"]
+equals = '{"name": "Ada"}'
+matches = "Ada"
+not_matches = "(?i)sorry"
+json = true
+json_schema = { type = "object", required = ["name"] }
+max_seconds = 20
+max_first_token_seconds = 2.5
+max_completion_tokens = 64
+model = "qwen"
+finish_reason = "stop"
+judge = "The reply names Ada."
+within = 25
+
+[[cases.turns]]
+send = "again, from the file"
+expect = { json_schema = "schemas/record.json" }
+
+[cases.expect_conversation]
+judge = "Polite throughout."
+max_turn_seconds = 30
+
+[[cases]]
+name = "simulated"
+
+[cases.simulate]
+persona = "a busy manager"
+goal = "a task is created"
+max_turns = 4
+within = 12
+"""
+RECORD_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}}
+
+
+def test_load_full_example_reads_every_new_key(tmp_path: Path) -> None:
+    (tmp_path / "schemas").mkdir()
+    (tmp_path / "schemas" / "record.json").write_text(json.dumps(RECORD_SCHEMA))
+    suite = load_suite(write(tmp_path, FULL), environ={"SUITE_JUDGE_KEY": "k"})
+    assert (suite.instances, suite.judge) == (
+        ("alpha", "beta"),
+        JudgeConfig("http://127.0.0.1:9/v1", "grader", "SUITE_JUDGE_KEY", 3),
+    )
+    structured, simulated = suite.cases
+    assert (structured.instance, structured.repeat, structured.pass_rate) == ("gamma", 5, 0.6)
+    assert structured.line == 11
+    first, second = structured.turns
+    expect = first.expect
+    assert (expect.contains, expect.not_contains, expect.icontains) == (
+        ("name",),
+        ("error",),
+        ("ADA",),
+    )
+    assert expect.equals == '{"name": "Ada"}'
+    assert expect.matches is not None and expect.matches.pattern == "Ada"
+    assert expect.not_matches is not None and expect.not_matches.pattern == "(?i)sorry"
+    assert (expect.json, expect.json_schema) == (True, {"type": "object", "required": ["name"]})
+    assert (expect.max_seconds, expect.max_first_token_seconds) == (20.0, 2.5)
+    assert (expect.max_completion_tokens, expect.model, expect.finish_reason) == (
+        64,
+        "qwen",
+        "stop",
+    )
+    assert (expect.judge, expect.within, expect.reply) == ("The reply names Ada.", 25.0, True)
+    # A path is read relative to the suite file, not to the directory the run starts in.
+    assert (second.line, second.expect.json_schema, second.expect.json) == (
+        38,
+        RECORD_SCHEMA,
+        False,
+    )
+    assert structured.expect_conversation == ConversationExpect("Polite throughout.", 30.0)
+    assert (structured.simulate, structured.uses_judge) == (None, True)
+    assert simulated.turns == ()
+    assert simulated.simulate == Simulate("a busy manager", "a task is created", 4, 12.0)
+    assert (simulated.instance, simulated.repeat, simulated.pass_rate) == (None, 1, 1.0)
+    assert (simulated.expect_conversation, simulated.uses_judge) == (ConversationExpect(), True)
+
+
+def test_load_case_without_new_keys_takes_their_defaults(tmp_path: Path) -> None:
+    suite = load_suite(write(tmp_path, HEAD), environ={})
+    [case] = suite.cases
+    assert (suite.instances, suite.judge) == ((), None)
+    assert (case.repeat, case.pass_rate, case.simulate, case.uses_judge) == (1, 1.0, None, False)
+    assert case.expect_conversation == ConversationExpect(None, None)
+    assert case.turns[0].expect == Expect()
+
+
+def test_load_simulated_user_without_within_waits_the_default(tmp_path: Path) -> None:
+    text = JUDGED_HEAD + SIMULATE.replace("max_turns = 2", "max_turns = 50")
+    [case] = load_suite(write(tmp_path, text), environ={}).cases
+    assert case.simulate == Simulate("a manager", "a task", 50, DEFAULT_WITHIN)
+
+
+ENV = {
+    "MOSAIC_JUDGE_BASE_URL": "http://judge.example:8080/v1",
+    "MOSAIC_JUDGE_MODEL": "env-model",
+}
+RUBRIC = HEAD + 'expect = { judge = "polite" }\n'
+
+
+@pytest.mark.parametrize(
+    ("table", "environ", "judge"),
+    [
+        # No [judge] table: the variables alone name the judge, its key in MOSAIC_JUDGE_API_KEY.
+        ("", ENV, JudgeConfig("http://judge.example:8080/v1", "env-model", None, 1)),
+        # The table's gaps are filled from the variables.
+        (
+            "[judge]\nvotes = 3\n",
+            ENV,
+            JudgeConfig("http://judge.example:8080/v1", "env-model", None, 3),
+        ),
+        (
+            '[judge]\nmodel = "file-model"\n',
+            ENV,
+            JudgeConfig("http://judge.example:8080/v1", "file-model", None, 1),
+        ),
+        # What the file writes wins over the variables.
+        (
+            '[judge]\nbase_url = "https://file.example/v1"\nmodel = "file-model"\n',
+            ENV,
+            JudgeConfig("https://file.example/v1", "file-model", None, 1),
+        ),
+        (
+            '[judge]\nbase_url = "https://file.example/v1"\nmodel = "file-model"\n',
+            {},
+            JudgeConfig("https://file.example/v1", "file-model", None, 1),
+        ),
+        # One variable without the other names no judge.
+        ("", {"MOSAIC_JUDGE_BASE_URL": "http://judge.example/v1"}, None),
+        ("", {"MOSAIC_JUDGE_MODEL": "env-model"}, None),
+        ("", {}, None),
+    ],
+)
+def test_load_judge_fills_the_tables_gaps_from_the_environment(
+    tmp_path: Path, table: str, environ: dict[str, str], judge: JudgeConfig | None
+) -> None:
+    text = HEAD.replace('project = "p"\n', f'project = "p"\n{table}')
+    assert load_suite(write(tmp_path, text), environ=environ).judge == judge
+
+
+def test_load_judge_rubric_with_the_judge_in_the_environment_is_accepted(tmp_path: Path) -> None:
+    suite = load_suite(write(tmp_path, RUBRIC), environ=ENV)
+    assert suite.judge == JudgeConfig("http://judge.example:8080/v1", "env-model")
+    assert suite.cases[0].turns[0].expect.judge == "polite"
+
+
+def test_load_refuses_a_judge_base_url_from_the_environment_that_is_no_url(
+    tmp_path: Path,
+) -> None:
+    """The variables are checked as the table's keys are: a judge that is no URL is refused
+    before anything is sent, not found out by a crash in the middle of a run (urllib raises
+    ValueError, not the JudgeError the runner makes an `error` of)."""
+    environ = ENV | {"MOSAIC_JUDGE_BASE_URL": "judge.example/v1"}
+    refused = refusal(tmp_path, RUBRIC, environ)
+    assert refused.reason.startswith("the judge needs base_url, an http:// or https:// URL")
+
+
+JUDGED_HEAD = (
+    'name = "s"\nproject = "p"\n\n[judge]\nbase_url = "http://127.0.0.1:9/v1"\nmodel = "m"\n\n'
+    '[[cases]]\nname = "c"\n'
+)
+# Lines 1–9 as JUDGED_HEAD; the turn's `send` on line 12, its `expect` on 13.
+JUDGED = JUDGED_HEAD + '\n[[cases.turns]]\nsend = "hi"\n'
+# Lines 10–14: a simulated user.
+SIMULATE = '\n[cases.simulate]\npersona = "a manager"\ngoal = "a task"\nmax_turns = 2\n'
+NOT_SCHEMA = "json_schema is not a JSON Schema: 12 is not valid under any of the given schemas"
+
+
+def case_key(key: str) -> str:
+    """JUDGED with `key` on line 10, in the case."""
+    return JUDGED.replace('name = "c"\n', f'name = "c"\n{key}\n')
+
+
+def judge_key(key: str) -> str:
+    """JUDGED with `key` on line 7, in [judge]."""
+    return JUDGED.replace('model = "m"\n', f'model = "m"\n{key}\n')
+
+
+@pytest.mark.parametrize(
+    ("text", "environ", "line", "reason"),
+    [
+        # repeat and pass_rate
+        (case_key("repeat = 0"), {}, 10, "repeat must be a whole number, 1 to 100"),
+        (case_key("repeat = 101"), {}, 10, "repeat must be a whole number, 1 to 100"),
+        (case_key("repeat = 2.0"), {}, 10, "repeat must be a whole number, 1 to 100"),
+        (case_key("repeat = true"), {}, 10, "repeat must be a whole number, 1 to 100"),
+        (case_key("pass_rate = 0"), {}, 10, "pass_rate must be more than 0 and at most 1"),
+        (case_key("pass_rate = 1.5"), {}, 10, "pass_rate must be more than 0 and at most 1"),
+        (case_key("pass_rate = '1'"), {}, 10, "pass_rate must be more than 0 and at most 1"),
+        # [judge]
+        (judge_key("votes = 2"), {}, 7, "votes must be an odd number from 1 to 15"),
+        (judge_key("votes = 17"), {}, 7, "votes must be an odd number from 1 to 15"),
+        (judge_key("votes = 0"), {}, 7, "votes must be an odd number from 1 to 15"),
+        (
+            judge_key('api_key_env = "UNSET_JUDGE_KEY"'),
+            {"MOSAIC_JUDGE_API_KEY": "k"},
+            7,
+            "api_key_env names UNSET_JUDGE_KEY, which is not set",
+        ),
+        (
+            judge_key('api_key_env = "EMPTY_JUDGE_KEY"'),
+            {"EMPTY_JUDGE_KEY": ""},
+            7,
+            "api_key_env names EMPTY_JUDGE_KEY, which is not set",
+        ),
+        (
+            judge_key('api_key_env = "sk-123"'),
+            {},
+            7,
+            "api_key_env is the NAME of the variable holding the key",
+        ),
+        (
+            judge_key("temperature = 0"),
+            {},
+            7,
+            "unknown key 'temperature' in [judge]; it takes api_key_env, base_url, model, votes",
+        ),
+        (
+            JUDGED.replace('base_url = "http://127.0.0.1:9/v1"', 'base_url = "ftp://x/v1"'),
+            {},
+            5,
+            "the judge needs base_url, an http:// or https:// URL (or MOSAIC_JUDGE_BASE_URL)",
+        ),
+        # Neither the table nor the variables name it: the table's line.
+        (
+            JUDGED.replace('base_url = "http://127.0.0.1:9/v1"\n', ""),
+            {"MOSAIC_JUDGE_MODEL": "m"},
+            4,
+            "the judge needs base_url",
+        ),
+        (
+            JUDGED.replace('model = "m"\n', 'model = " "\n'),
+            {},
+            6,
+            "the judge needs model, a text (or MOSAIC_JUDGE_MODEL)",
+        ),
+        (
+            JUDGED.replace(
+                '[judge]\nbase_url = "http://127.0.0.1:9/v1"\nmodel = "m"\n', 'judge = "m"\n'
+            ),
+            {},
+            4,
+            "judge must be a table",
+        ),
+        # instances
+        (
+            JUDGED.replace('project = "p"\n', 'project = "p"\ninstances = ["a b"]\n'),
+            {},
+            3,
+            "instances must be a list of distinct instance names",
+        ),
+        (
+            JUDGED.replace('project = "p"\n', 'project = "p"\ninstances = ["a", "a"]\n'),
+            {},
+            3,
+            "instances must be a list of distinct instance names",
+        ),
+        (
+            JUDGED.replace('project = "p"\n', 'project = "p"\ninstances = "a"\n'),
+            {},
+            3,
+            "instances must be a list of distinct instance names",
+        ),
+        # expect's new keys
+        (JUDGED + "expect = { json_schema = { type = 12 } }\n", {}, 13, NOT_SCHEMA),
+        (
+            JUDGED + "expect = { json_schema = [1] }\n",
+            {},
+            13,
+            "json_schema must be a JSON Schema: an inline table, or a JSON file's path",
+        ),
+        (
+            JUDGED + "expect = { json_schema = 'nowhere.json' }\n",
+            {},
+            13,
+            "json_schema {dir}/nowhere.json cannot be read (No such file or directory)",
+        ),
+        (JUDGED + "expect = { json = 'yes' }\n", {}, 13, "json must be true or false"),
+        (
+            JUDGED + "expect = { max_completion_tokens = 0 }\n",
+            {},
+            13,
+            "max_completion_tokens must be a whole number ≥ 1",
+        ),
+        (
+            JUDGED + "expect = { max_seconds = 0 }\n",
+            {},
+            13,
+            "max_seconds must be seconds, more than 0 and at most 3600",
+        ),
+        (
+            JUDGED + "expect = { max_first_token_seconds = 3601 }\n",
+            {},
+            13,
+            "max_first_token_seconds must be seconds, more than 0 and at most 3600",
+        ),
+        (JUDGED + "expect = { equals = 1 }\n", {}, 13, "equals must be a text"),
+        (JUDGED + "expect = { model = '' }\n", {}, 13, "model must be a text"),
+        (JUDGED + "expect = { icontains = [''] }\n", {}, 13, "icontains must be a list of texts"),
+        (JUDGED + "expect = { not_matches = '(' }\n", {}, 13, "not_matches is not a regular"),
+        (
+            JUDGED + "expect = { judge = ' ' }\n",
+            {},
+            13,
+            "judge must be the rubric, a text that is not empty",
+        ),
+        (
+            JUDGED + "expect = { reply = false, judge = 'polite' }\n",
+            {},
+            13,
+            "reply = false expects no reply, so judge is refused",
+        ),
+        (
+            JUDGED + "[cases.turns.expect]\nwithin = 5\nfinish_reason = 7\n",
+            {},
+            15,
+            "finish_reason must be a text",
+        ),
+        # [cases.simulate]
+        (
+            JUDGED_HEAD + SIMULATE.replace("max_turns = 2", "max_turns = 0"),
+            {},
+            14,
+            "a simulated user needs max_turns, a whole number from 1 to 50",
+        ),
+        (
+            JUDGED_HEAD + SIMULATE.replace("max_turns = 2", "max_turns = 51"),
+            {},
+            14,
+            "a simulated user needs max_turns, a whole number from 1 to 50",
+        ),
+        (
+            JUDGED_HEAD + SIMULATE.replace("max_turns = 2\n", ""),
+            {},
+            11,
+            "a simulated user needs max_turns",
+        ),
+        (
+            JUDGED_HEAD + SIMULATE.replace('goal = "a task"', 'goal = ""'),
+            {},
+            13,
+            "a simulated user needs goal, a text",
+        ),
+        (
+            JUDGED_HEAD + SIMULATE + "stop_when = 'done'\n",
+            {},
+            15,
+            "unknown key 'stop_when' in [cases.simulate]",
+        ),
+        (
+            JUDGED_HEAD + SIMULATE + "within = 0\n",
+            {},
+            15,
+            "within must be seconds, more than 0 and at most 3600",
+        ),
+        (JUDGED_HEAD + "simulate = 'yes'\n", {}, 10, "simulate must be a table"),
+        # A simulated user writes the turns: a case with both is refused at its turns.
+        pytest.param(
+            JUDGED + SIMULATE,
+            {},
+            11,
+            "a case has turns or a simulated user ([cases.simulate]), not both",
+            id="simulate-with-turns-points-at-the-turns",
+        ),
+        # [cases.expect_conversation]
+        (
+            JUDGED + "\n[cases.expect_conversation]\nmax_turn_seconds = -1\n",
+            {},
+            15,
+            "max_turn_seconds must be seconds, more than 0 and at most 3600",
+        ),
+        (
+            JUDGED + "\n[cases.expect_conversation]\nrubric = 'x'\n",
+            {},
+            15,
+            "unknown key 'rubric' in expect_conversation",
+        ),
+        (
+            case_key("expect_conversation = 'polite'"),
+            {},
+            10,
+            "expect_conversation must be a table",
+        ),
+        # A judge asked for and none configured: the line of the key that asks it.
+        (RUBRIC, {}, 9, NO_JUDGE),
+        (HEAD + "[cases.turns.expect]\nwithin = 5\njudge = 'polite'\n", {}, 11, NO_JUDGE),
+        (HEAD + "\n[cases.expect_conversation]\njudge = 'polite'\n", {}, 11, NO_JUDGE),
+        (
+            HEAD.split("\n[[cases.turns]]")[0] + SIMULATE,
+            {"MOSAIC_JUDGE_BASE_URL": "http://judge.example/v1"},
+            7,
+            NO_JUDGE,
+        ),
+    ],
+)
+def test_load_refuses_new_keys_with_file_line_and_reason(
+    tmp_path: Path, text: str, environ: dict[str, str], line: int, reason: str
+) -> None:
+    refused = refusal(tmp_path, text, environ)
+    path = tmp_path / "s.suite.toml"
+    assert str(refused).startswith(f"{path}:{line}: {reason.format(dir=tmp_path)}"), refused
+
+
+def test_load_refuses_a_json_schema_file_that_is_not_json(tmp_path: Path) -> None:
+    (tmp_path / "broken.json").write_text("{type: object}")
+    refused = refusal(tmp_path, JUDGED + "expect = { json_schema = 'broken.json' }\n")
+    assert (refused.line, refused.reason.split(":")[0]) == (
+        13,
+        f"json_schema {tmp_path / 'broken.json'} is not JSON",
+    )
+
+
+def test_load_refuses_a_json_schema_file_that_is_no_schema(tmp_path: Path) -> None:
+    (tmp_path / "list.json").write_text('{"required": "name"}')
+    refused = refusal(tmp_path, JUDGED + "expect = { json_schema = 'list.json' }\n")
+    assert (refused.line, refused.reason) == (
+        13,
+        "json_schema is not a JSON Schema: 'name' is not of type 'array'",
+    )

@@ -43,9 +43,9 @@ def test_run_passing_suite_exits_0_and_writes_junit_with_every_case(
     junit = tmp_path / "reports" / "assistant.xml"
     ran = run_testassistant(suite, "--url", live.url, "--junit", junit)
     assert ran.status == 0, ran.out + ran.error
-    assert "PASS  smoke · greets (1 turn)" in ran.out
-    assert "PASS  smoke · task refused (1 turn)" in ran.out
-    assert "2 passed, 0 failed" in ran.out
+    assert "PASS  smoke · greets (1 turn) · 1/1 pass" in ran.out
+    assert "PASS  smoke · task refused (1 turn) · 1/1 pass" in ran.out
+    assert "2 pass, 0 flaky, 0 fail, 0 error (run " in ran.out.splitlines()[-1]
     root = ElementTree.parse(junit).getroot()
     assert (root.get("tests"), root.get("failures"), root.get("errors")) == ("2", "0", "0")
     cases = root.findall("./testsuite/testcase")
@@ -53,7 +53,13 @@ def test_run_passing_suite_exits_0_and_writes_junit_with_every_case(
         ("smoke", "greets"),
         ("smoke", "task refused"),
     ]
-    assert all(list(case) == [] for case in cases)
+    assert all(case.find("failure") is None and case.find("error") is None for case in cases)
+    properties = {p.get("name"): p.get("value") for p in cases[0].iter("property")}
+    assert (properties["verdict"], properties["passed_runs"], properties["runs"]) == (
+        "pass",
+        "1",
+        "1",
+    )
 
 
 def test_run_each_case_in_a_new_tester_thread_shown_in_the_trail(
@@ -62,7 +68,7 @@ def test_run_each_case_in_a_new_tester_thread_shown_in_the_trail(
     """Each case has a tester thread `<suite> · <case> · <UTC time>`, listed to the tester; the
     human's trail shows the run labelled as tester traffic (R16)."""
     before = set(thread_names(live))
-    ran = run_testassistant(write_suite(tmp_path, GREETS), "--url", live.url)
+    ran = run_testassistant(write_suite(tmp_path, GREETS), "--url", live.url, "--keep-threads")
     assert ran.status == 0, ran.out + ran.error
     new = sorted(set(thread_names(live)) - before)
     assert [name.rsplit(" · ", 1)[0] for name in new] == ["smoke · greets", "smoke · task refused"]
@@ -78,18 +84,23 @@ def test_run_failing_expectation_exits_1_with_junit_failure(live: Served, tmp_pa
     junit = tmp_path / "junit.xml"
     ran = run_testassistant(write_suite(tmp_path, FAILING), "--url", live.url, "--junit", junit)
     assert ran.status == 1
-    assert "1 of 2 cases failed" in ran.error
+    assert ran.error == ""
     assert (
         "FAIL  wrong · expects goodbye: turn 1 “hello”: expected the reply contains 'Goodbye'; "
         "got “Hello! I am assistant." in ran.out
     )
+    assert "· 0/1 fail" in ran.out
+    # A failing run ends with its summary line, not a traceback-style one.
+    assert ran.out.splitlines()[-1].startswith("1 pass, 0 flaky, 1 fail, 0 error (run ")
     root = ElementTree.parse(junit).getroot()
     assert (root.get("tests"), root.get("failures")) == ("2", "1")
     passed, failed = root.findall("./testsuite/testcase")
     assert passed.find("failure") is None
     failure = failed.find("failure")
     assert failure is not None
-    assert failure.get("message") == "turn 1: expected the reply contains 'Goodbye'"
+    assert (failure.get("message") or "").startswith(
+        "turn 1 “hello”: expected the reply contains 'Goodbye'; got “Hello! I am assistant."
+    )
     assert "expected: the reply contains 'Goodbye'" in (failure.text or "")
     assert "actual: Hello! I am assistant." in (failure.text or "")
 
@@ -97,9 +108,11 @@ def test_run_failing_expectation_exits_1_with_junit_failure(live: Served, tmp_pa
 def test_run_with_json_prints_one_object_per_case(live: Served, tmp_path: Path) -> None:
     ran = run_testassistant(write_suite(tmp_path, FAILING), "--url", live.url, "--json")
     assert ran.status == 1
-    shown = {line["case"]: line for line in ran.json_lines()}
+    *lines, summary = ran.json_lines()
+    shown = {line["case"]: line for line in lines}
     assert set(shown) == {"greets", "expects goodbye"}
     assert shown["greets"]["status"] == "passed"
+    assert summary["summary"]["fail"] == 1
     failed = shown["expects goodbye"]
     assert (failed["status"], failed["turn"], failed["sent"]) == ("failed", 1, "hello")
     assert failed["expected"] == "the reply contains 'Goodbye'"
@@ -127,7 +140,8 @@ expect = {{ contains = ["Noted (turn 2)", "Before this you wrote “first {n}”
     suite = write_suite(tmp_path, f'name = "jobs"\nproject = "qa"\n{cases}')
     ran = run_testassistant(suite, "--url", live.url, "--jobs", "3", "--json")
     assert ran.status == 0, ran.out + ran.error
-    assert sorted(line["case"] for line in ran.json_lines()) == [f"order {n}" for n in range(4)]
+    cases = [line["case"] for line in ran.json_lines()[:-1]]
+    assert sorted(cases) == [f"order {n}" for n in range(4)]
 
 
 def test_run_with_k_runs_only_matching_cases(live: Served, tmp_path: Path) -> None:
@@ -142,7 +156,7 @@ def test_run_with_k_runs_only_matching_cases(live: Served, tmp_path: Path) -> No
 def test_run_with_k_matching_nothing_exits_2(live: Served, tmp_path: Path) -> None:
     ran = run_testassistant(write_suite(tmp_path, GREETS), "--url", live.url, "-k", "absent")
     assert ran.status == 2
-    assert "no case matches" in ran.error
+    assert ran.error.startswith("refused: no case matches")
 
 
 @pytest.mark.parametrize(
@@ -198,10 +212,11 @@ def test_run_with_unknown_instance_exits_2_with_the_listeners_refusal(
     suite = GREETS.replace('name = "greets"', 'name = "greets"\ninstance = "nobody"')
     ran = run_testassistant(write_suite(tmp_path, suite), "--url", live.url, "--json")
     assert ran.status == 2
-    [errored] = ran.json_lines()
+    errored, summary = ran.json_lines()
     assert (errored["case"], errored["status"]) == ("greets", "error")
     assert (errored["error"], errored["detail"]) == ("not-found", "No instance named 'nobody'.")
-    assert ran.error == "not-found: No instance named 'nobody'."
+    assert summary["summary"]["not_run"] == 1
+    assert ran.error == "not-found: No instance named 'nobody'.\n"
 
 
 @pytest.mark.parametrize("url", ["ftp://127.0.0.1:7333", "127.0.0.1:7333", "http://"])
@@ -215,7 +230,7 @@ def test_run_missing_file_exits_2(tmp_path: Path) -> None:
     missing = tmp_path / "absent.suite.toml"
     ran = run_testassistant(missing)
     assert ran.status == 2
-    assert ran.error == f"refused: {missing}:0: cannot be read (No such file or directory)"
+    assert ran.error == f"refused: {missing}:0: cannot be read (No such file or directory)\n"
 
 
 def test_run_failed_turn_fails_case_with_the_failure_text(live: Served, tmp_path: Path) -> None:
@@ -250,7 +265,7 @@ expect = { reply = false }
 """
         ran = run_testassistant(write_suite(tmp_path, suite), "--url", live.url, "--json")
     assert ran.status == 1
-    shown = {line["case"]: line for line in ran.json_lines()}
+    shown = {line["case"]: line for line in ran.json_lines()[:-1]}
     assert shown["expects none"]["status"] == "passed"
     failed = shown["expects a reply"]
     assert failed["expected"] == "a reply within 30 s"
@@ -259,10 +274,10 @@ expect = { reply = false }
 
 def test_run_as_a_process_exits_1_on_a_failure(live: Served, tmp_path: Path) -> None:
     """The exit status of `python manage.py testassistant` itself, whose default `--url` is
-    this configuration's tester listener (the other statuses come from the same CommandError
-    returncode, tested in process above)."""
+    this configuration's tester listener: the summary line last, and no error line at all."""
     env = {**os.environ, "MOSAIC_TESTER_PORT": str(live.server.tester_port)}
     ran = run_testassistant_process(write_suite(tmp_path, FAILING), env=env)
     assert ran.status == 1, ran.out + ran.error
-    assert "PASS  wrong · greets (1 turn)" in ran.out
-    assert "CommandError: 1 of 2 cases failed" in ran.error
+    assert "PASS  wrong · greets (1 turn) · 1/1 pass" in ran.out
+    assert ran.out.splitlines()[-1].startswith("1 pass, 0 flaky, 1 fail, 0 error")
+    assert ran.error == ""

@@ -36,7 +36,7 @@ def test_run_reply_false_passes_when_no_reply_comes(live: Served, tmp_path: Path
     suite = SILENT.format(case="quiet", expect="{ reply = false, within = 2 }")
     ran = run_testassistant(write_suite(tmp_path, suite), "--url", live.url)
     assert ran.status == 0, ran.out + ran.error
-    assert "PASS  silent · quiet (1 turn)" in ran.out
+    assert "PASS  silent · quiet (1 turn) · 1/1 pass" in ran.out
 
 
 def test_run_expected_reply_missing_fails_with_the_turns_state(
@@ -45,7 +45,7 @@ def test_run_expected_reply_missing_fails_with_the_turns_state(
     suite = SILENT.format(case="waits", expect="{ within = 1 }")
     ran = run_testassistant(write_suite(tmp_path, suite), "--url", live.url, "--json")
     assert ran.status == 1
-    [failed] = ran.json_lines()
+    failed, _summary = ran.json_lines()
     assert failed["expected"] == "a reply within 1 s"
     assert failed["actual"] == "no reply within 1 s (the turn is pending)"
 

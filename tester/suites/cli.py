@@ -1,0 +1,252 @@
+"""`mosaic-test FILE_OR_DIR...`: conversation tests for the assistant, run as the tester.
+
+The same runner is `manage.py testassistant` inside the project. Every file is checked before
+anything is sent. The cases then run through the tester listener over HTTP and WebSocket, as the
+tester Console does: never as the human, never through the broker, so what passes is what the
+listener serves. Each run is stored through the listener (`/api/suite-runs`), compared with an
+earlier one when asked, and its passed repeats' threads archived.
+
+Exit status: 0 when no case is `fail` or `error` (with `--fail-on-regression`: when no case
+regressed), 1 otherwise, 2 for a usage error, a refused file, a refusal from the listener or a
+listener that does not answer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from . import reports
+from .client import ListenerError, TesterClient
+from .files import SuiteFileRefused, load_suites
+from .html_report import write_html
+from .runner import ERROR, FAIL, CaseReport, Plan, Run, plans, run_plans
+
+FAILED_STATUS = 1
+REFUSED_STATUS = 2
+URL_VARIABLE = "MOSAIC_TESTER_URL"
+DEFAULT_PORT = 7333
+
+
+def default_url(environ: dict[str, str] | os._Environ[str] = os.environ) -> str:
+    """`MOSAIC_TESTER_URL`, else the tester listener at `MOSAIC_TESTER_PORT` on loopback."""
+    url = environ.get(URL_VARIABLE)
+    if url:
+        return url
+    return f"http://127.0.0.1:{environ.get('MOSAIC_TESTER_PORT', DEFAULT_PORT)}"
+
+
+def positive(limit: int) -> Any:
+    def number(value: str) -> int:
+        parsed = int(value)
+        if not 1 <= parsed <= limit:
+            raise ValueError(value)
+        return parsed
+
+    number.__name__ = f"a number from 1 to {limit}"
+    return number
+
+
+def run_id(value: str) -> str | int:
+    """`last`, or a run's id."""
+    if value == "last":
+        return value
+    parsed = int(value)
+    if parsed < 1:
+        raise ValueError(value)
+    return parsed
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("paths", nargs="+", metavar="FILE_OR_DIR", help="suite files")
+    parser.add_argument(
+        "--url",
+        metavar="URL",
+        help=f"the tester listener (default: ${URL_VARIABLE}, else http://127.0.0.1:PORT)",
+    )
+    parser.add_argument("--junit", metavar="PATH", help="write a JUnit XML report here")
+    parser.add_argument("--html", metavar="PATH", help="write a self-contained HTML report here")
+    parser.add_argument(
+        "--json", action="store_true", help="print one JSON object per case instead"
+    )
+    parser.add_argument(
+        "--jobs", type=positive(64), default=1, metavar="N", help="repeats run at once"
+    )
+    parser.add_argument(
+        "-k", dest="keyword", metavar="SUBSTRING", help="only cases whose name contains it"
+    )
+    parser.add_argument(
+        "--repeat", type=positive(100), metavar="N", help="run every case N times (1–100)"
+    )
+    parser.add_argument(
+        "--instance",
+        dest="instances",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="run every case on this instance; give it again to compare instances side by side",
+    )
+    parser.add_argument(
+        "--compare",
+        type=run_id,
+        metavar="last|RUN_ID",
+        help="compare with the previous run of the same suites, or with run RUN_ID",
+    )
+    parser.add_argument(
+        "--fail-on-regression",
+        action="store_true",
+        help="exit 1 only when a case regressed (compares with the last run unless --compare)",
+    )
+    parser.add_argument(
+        "--keep-threads",
+        action="store_true",
+        help="leave the threads of passed repeats unarchived",
+    )
+
+
+def parser() -> argparse.ArgumentParser:
+    made = argparse.ArgumentParser(
+        prog="mosaic-test",
+        description="Run conversation tests (suite files) against the assistant, as the tester.",
+    )
+    add_arguments(made)
+    return made
+
+
+class Writer(Protocol):
+    def write(self, text: str, /) -> Any: ...
+
+    def flush(self) -> Any: ...
+
+
+class Refused(Exception):
+    """The run cannot go on: a refused file, a usage error, the listener's refusal (its
+    `code: detail`)."""
+
+
+def run(options: argparse.Namespace, *, out: Writer, err: Writer, url: str) -> int:
+    """One run as the options say; its exit status."""
+    try:
+        return _run(options, out=out, url=url)
+    except Refused as refusal:
+        err.write(f"{refusal}\n")
+        err.flush()
+        return REFUSED_STATUS
+
+
+def _run(options: argparse.Namespace, *, out: Writer, url: str) -> int:
+    try:
+        suites = load_suites(options.paths)
+    except SuiteFileRefused as refusal:
+        raise Refused(f"refused: {refusal}") from refusal
+    planned = plans(
+        suites, keyword=options.keyword, repeat=options.repeat, instances=options.instances
+    )
+    if not planned:
+        raise Refused(f"refused: no case matches -k {options.keyword!r}")
+    try:
+        client = TesterClient(options.url or url)
+    except ListenerError as refusal:
+        raise Refused(str(refusal)) from refusal
+    compare = options.compare
+    if compare is None and options.fail_on_regression:
+        compare = "last"
+    several = len({plan.instance for plan in planned}) > 1
+
+    def tell(text: str) -> None:
+        out.write(text + "\n")
+        out.flush()
+
+    started = time.monotonic()
+    try:
+        stored = client.start_run(suites=sorted({suite.name for suite in suites}), compare=compare)
+    except ListenerError as refusal:
+        raise Refused(str(refusal)) from refusal
+    history_refusal: list[ListenerError] = []
+
+    def on_report(report: CaseReport) -> None:
+        try:
+            report.change = client.record_case(stored["id"], reports.stored_record(report))[
+                "change"
+            ]
+        except ListenerError as refusal:
+            history_refusal.append(refusal)
+        if options.json:
+            tell(reports.json_line(report))
+        else:
+            tell(reports.line(report, with_instance=several, compared=compare is not None))
+
+    outcome = run_plans(planned, client, jobs=options.jobs, on_report=on_report)
+    refusals = [outcome.refusal] if outcome.refusal else history_refusal
+    if not refusals:
+        try:
+            client.end_run(stored["id"])
+            if not options.keep_threads:
+                archive_passed(client, outcome)
+        except ListenerError as failed:
+            refusals = [failed]
+    _report(options, outcome, planned, tell, started, stored, compare, client.url)
+    if refusals:
+        raise Refused(str(refusals[0]))
+    return status(outcome, fail_on_regression=options.fail_on_regression)
+
+
+def _report(
+    options: argparse.Namespace,
+    outcome: Run,
+    planned: Sequence[Plan],
+    tell: Any,
+    started: float,
+    stored: dict[str, Any],
+    compare: object,
+    console_url: str,
+) -> None:
+    several = len({plan.instance for plan in planned}) > 1
+    baseline = stored.get("baseline") if compare is not None else None
+    if options.junit:
+        reports.write_junit(outcome, planned, options.junit)
+    if options.html:
+        write_html(
+            outcome,
+            planned,
+            options.html,
+            run_id=stored["id"],
+            baseline=baseline,
+            console_url=console_url,
+        )
+    if options.json:
+        tell(reports.json_summary(outcome, run_id=stored["id"]))
+        return
+    for plan in outcome.not_run:
+        tell(reports.not_run_line(plan, with_instance=several))
+    for row in reports.instance_matrix(outcome.reports):
+        tell(row)
+    tell(
+        reports.summary(outcome, time.monotonic() - started, run_id=stored["id"], baseline=baseline)
+    )
+
+
+def archive_passed(client: TesterClient, outcome: Run) -> None:
+    """Archive the threads of the repeats that passed; a failed one stays for a person."""
+    for report in outcome.reports:
+        for attempt in report.attempts:
+            if attempt.passed and attempt.thread is not None:
+                client.archive(attempt.thread)
+
+
+def status(outcome: Run, *, fail_on_regression: bool) -> int:
+    if fail_on_regression:
+        return FAILED_STATUS if outcome.regressed else 0
+    if outcome.count(FAIL) or outcome.count(ERROR):
+        return FAILED_STATUS
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """The `mosaic-test` command."""
+    options = parser().parse_args(argv)
+    sys.exit(run(options, out=sys.stdout, err=sys.stderr, url=default_url()))

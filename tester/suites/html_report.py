@@ -1,0 +1,217 @@
+"""`--html PATH`: one self-contained page of a run, readable offline from a file.
+
+Every case on every instance, its verdict, `k/N` and change, and under it each repeat's
+transcript with its timings, tokens, model and the judge's reasons. The page carries its own
+style and no script, image or font: opening it fetches nothing. Each text is escaped; a reply is
+shown as the text it is, never rendered. Threads link to the tester Console, which is only
+followed when clicked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from html import escape
+from pathlib import Path
+
+from .reports import instance_matrix, miss, name_of
+from .runner import VERDICTS, Attempt, CaseReport, Plan, Run, TurnRecord
+
+STYLE = """
+:root { color-scheme: light dark; --line: #d0d4da; --muted: #5b6470; --pass: #1a7f37;
+  --flaky: #9a6700; --fail: #cf222e; --error: #8250df; --bubble: #f3f4f6; }
+@media (prefers-color-scheme: dark) { :root { --line: #3a4048; --muted: #9aa4b0;
+  --pass: #4ac26b; --flaky: #d4a72c; --fail: #ff7b72; --error: #c297ff; --bubble: #22272e; } }
+body { font: 15px/1.5 system-ui, sans-serif; max-width: 60rem; margin: 2rem auto;
+  padding: 0 1rem; }
+h1 { font-size: 1.5rem; margin-bottom: .25rem; }
+.muted { color: var(--muted); }
+table { border-collapse: collapse; margin: 1rem 0; }
+th, td { border-bottom: 1px solid var(--line); padding: .3rem .7rem; text-align: left; }
+.verdict { font-weight: 700; text-transform: uppercase; font-size: .8rem; }
+.pass { color: var(--pass); } .flaky { color: var(--flaky); }
+.fail { color: var(--fail); } .error { color: var(--error); }
+section.case { border-top: 1px solid var(--line); padding: .75rem 0; }
+section.case h2 { font-size: 1.05rem; margin: 0; }
+details { margin: .5rem 0 .5rem 1rem; }
+.turn { margin: .5rem 0; }
+.said { white-space: pre-wrap; overflow-wrap: anywhere; background: var(--bubble);
+  border-radius: .5rem; padding: .4rem .6rem; margin: .2rem 0; }
+.said.user { margin-left: 3rem; }
+.facts { font-size: .85rem; color: var(--muted); }
+.miss { border-left: 3px solid var(--fail); padding-left: .6rem; margin: .4rem 0; }
+"""
+
+
+def write_html(
+    run: Run,
+    every: Sequence[Plan],
+    path: str | Path,
+    *,
+    run_id: int | None,
+    baseline: int | None,
+    console_url: str | None = None,
+) -> None:
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(
+        page(run, every, run_id=run_id, baseline=baseline, console_url=console_url),
+        encoding="utf-8",
+    )
+
+
+def page(
+    run: Run,
+    every: Sequence[Plan],
+    *,
+    run_id: int | None,
+    baseline: int | None,
+    console_url: str | None = None,
+) -> str:
+    title = f"Conversation tests — run {run_id}" if run_id is not None else "Conversation tests"
+    counts = ", ".join(f"{run.count(verdict)} {verdict}" for verdict in VERDICTS)
+    compared = f"; {run.regressed} regressed against run {baseline}" if baseline else ""
+    several = len({plan.instance for plan in every}) > 1
+    parts = [
+        "<!doctype html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        # Nothing from anywhere: the page works from a file, offline.
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
+        "style-src 'unsafe-inline'\">",
+        f"<title>{escape(title)}</title><style>{STYLE}</style></head><body>",
+        f"<h1>{escape(title)}</h1>",
+        f'<p class="muted">{escape(counts + compared)}; written '
+        f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC</p>",
+    ]
+    matrix = instance_matrix(run.reports)
+    if matrix:
+        parts.append(_matrix(run.reports))
+    parts.append(_overview(run, several))
+    for report in run.reports:
+        parts.append(_case(report, several, console_url))
+    for plan in run.not_run:
+        parts.append(
+            f'<section class="case"><h2>{escape(plan.title)}</h2>'
+            '<p class="muted">not run</p></section>'
+        )
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def _badge(verdict: str) -> str:
+    return f'<span class="verdict {escape(verdict)}">{escape(verdict)}</span>'
+
+
+def _matrix(reports: Sequence[CaseReport]) -> str:
+    instances = list(dict.fromkeys(report.instance for report in reports))
+    cases = list(dict.fromkeys(report.title for report in reports))
+    cells = {(r.title, r.instance): r for r in reports}
+    rows = ["<table><caption>Instances side by side</caption><tr><th>case</th>"]
+    rows += [f"<th>{escape(instance)}</th>" for instance in instances]
+    rows.append("</tr>")
+    for title in cases:
+        rows.append(f"<tr><td>{escape(title)}</td>")
+        for instance in instances:
+            report = cells.get((title, instance))
+            cell = f"{_badge(report.verdict)} {report.passed_runs}/{report.runs}" if report else "—"
+            rows.append(f"<td>{cell}</td>")
+        rows.append("</tr>")
+    rows.append("</table>")
+    return "".join(rows)
+
+
+def _overview(run: Run, several: bool) -> str:
+    rows = ["<table><tr><th>case</th><th>verdict</th><th>runs</th><th>change</th></tr>"]
+    for report in run.reports:
+        rows.append(
+            f"<tr><td>{escape(name_of(report, with_instance=several))}</td>"
+            f"<td>{_badge(report.verdict)}</td>"
+            f"<td>{report.passed_runs}/{report.runs}</td>"
+            f"<td>{escape(report.change or '')}</td></tr>"
+        )
+    rows.append("</table>")
+    return "".join(rows)
+
+
+def _case(report: CaseReport, several: bool, console_url: str | None) -> str:
+    heading = escape(name_of(report, with_instance=several))
+    change = f" · {escape(report.change)}" if report.change else ""
+    parts = [
+        f'<section class="case"><h2>{_badge(report.verdict)} {heading}</h2>',
+        f'<p class="facts">{report.passed_runs}/{report.runs} passed{change} · '
+        f"instance {escape(report.instance or 'default')} · {report.seconds:.1f} s</p>",
+    ]
+    if report.first_miss is not None:
+        parts.append(f'<p class="miss">{escape(miss(report))}</p>')
+    for attempt in report.attempts:
+        parts.append(_attempt(attempt, console_url, open_it=not attempt.passed))
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+def _attempt(attempt: Attempt, console_url: str | None, *, open_it: bool) -> str:
+    state = "passed" if attempt.passed else ("error" if attempt.problem else "failed")
+    thread = ""
+    if attempt.thread is not None:
+        thread = f" · thread {attempt.thread}"
+        if console_url:
+            href = escape(f"{console_url.rstrip('/')}/#thread={attempt.thread}")
+            thread = f' · <a href="{href}">thread {attempt.thread}</a>'
+    parts = [
+        f"<details{' open' if open_it else ''}><summary>run {attempt.repeat}: {state}"
+        f" · {attempt.seconds:.1f} s{thread}</summary>"
+    ]
+    if attempt.problem is not None:
+        parts.append(f'<p class="miss">{escape(str(attempt.problem))}</p>')
+    for turn in attempt.turns:
+        parts.append(_turn(turn))
+    if attempt.failure is not None and attempt.failed_turn is None:
+        parts.append(
+            f'<p class="miss">the conversation: expected {escape(attempt.failure.expected)}; '
+            f"got {escape(attempt.failure.actual)}</p>"
+        )
+    for vote in attempt.conversation_votes:
+        verdict = "pass" if vote.passed else "fail"
+        parts.append(
+            f'<p class="facts">judge of the conversation: {verdict} — {escape(vote.reason)}</p>'
+        )
+    parts.append("</details>")
+    return "\n".join(parts)
+
+
+def _turn(turn: TurnRecord) -> str:
+    reply = turn.outcome.reply
+    parts = [f'<div class="turn"><div class="said user">{escape(turn.sent)}</div>']
+    if reply is not None:
+        parts.append(f'<div class="said assistant">{escape(reply.body)}</div>')
+        usage = reply.usage or {}
+        facts = [
+            f"{reply.seconds:.2f} s",
+            f"first token {reply.first_token_seconds:.2f} s",
+        ]
+        if usage:
+            facts.append(
+                f"tokens {usage.get('prompt_tokens', '?')} in, "
+                f"{usage.get('completion_tokens', '?')} out"
+            )
+        if reply.model:
+            facts.append(f"model {reply.model}")
+        if reply.finish_reason:
+            facts.append(f"finish {reply.finish_reason}")
+        parts.append(f'<div class="facts">{escape(" · ".join(facts))}</div>')
+    else:
+        parts.append(
+            f'<div class="facts">no reply: the turn is {escape(turn.outcome.state)} after '
+            f"{turn.outcome.seconds:.1f} s</div>"
+        )
+    for vote in turn.votes:
+        verdict = "pass" if vote.passed else "fail"
+        parts.append(f'<div class="facts">judge: {verdict} — {escape(vote.reason)}</div>')
+    if turn.failure is not None:
+        parts.append(
+            f'<p class="miss">expected {escape(turn.failure.expected)}; '
+            f"got {escape(turn.failure.actual)}</p>"
+        )
+    parts.append("</div>")
+    return "\n".join(parts)

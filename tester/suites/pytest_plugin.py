@@ -1,0 +1,262 @@
+"""Conversation tests with pytest: `*.suite.toml` files collected as tests, one per case and
+instance, and a `mosaic_tester` fixture for conversations written in Python.
+
+Installed with the package (`pip install`), pytest loads it through its `pytest11` entry point:
+no conftest line is needed. Inside the project, `pytest_plugins = ["tester.suites.pytest_plugin"]`
+does the same. Everything goes through the tester listener (`--mosaic-url`, else
+`$MOSAIC_TESTER_URL`, else `http://127.0.0.1:$MOSAIC_TESTER_PORT`, port 7333), as `mosaic-test`
+does; a listener that does not answer stops the session with one error before any test runs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .cli import default_url
+from .client import ConversationThread, ListenerError, Outcome, Reply, TesterClient
+from .expectations import check_turn
+from .files import (
+    NO_JUDGE,
+    SUITE_SUFFIX,
+    SuiteFileRefused,
+    expect_of,
+    judge_from_environment,
+    load_suite,
+)
+from .judge import Judge
+from .reports import miss_lines
+from .runner import ERROR, FAIL, Judges, Plan, plans, run_plan
+
+DEFAULT_PROJECT = "pytest"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("mosaic", "conversation tests through the tester listener")
+    group.addoption(
+        "--mosaic-url",
+        dest="mosaic_url",
+        metavar="URL",
+        help="the tester listener (default: $MOSAIC_TESTER_URL, else http://127.0.0.1:7333)",
+    )
+    group.addoption(
+        "--mosaic-project",
+        dest="mosaic_project",
+        metavar="NAME",
+        help=f"the project of mosaic_tester's threads (default: {DEFAULT_PROJECT})",
+    )
+    parser.addini("mosaic_url", "the tester listener's URL", default="")
+    parser.addini("mosaic_project", "the project of mosaic_tester's threads", default="")
+
+
+class Listener:
+    """One tester client for the whole session, and the projects it has found or made."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.lock = threading.Lock()
+        self.projects: dict[str, int] = {}
+        self.judges = Judges()
+        self._client: TesterClient | None = None
+
+    @property
+    def url(self) -> str:
+        chosen = self.config.getoption("mosaic_url") or self.config.getini("mosaic_url")
+        return str(chosen or default_url())
+
+    @property
+    def client(self) -> TesterClient:
+        if self._client is None:
+            self._client = TesterClient(self.url)
+        return self._client
+
+    def project_id(self, name: str) -> int:
+        with self.lock:
+            if name not in self.projects:
+                self.projects[name] = self.client.project_id(name)
+            return self.projects[name]
+
+    def default_project(self) -> str:
+        chosen = self.config.getoption("mosaic_project") or self.config.getini("mosaic_project")
+        return str(chosen or DEFAULT_PROJECT)
+
+
+LISTENER = pytest.StashKey[Listener]()
+
+
+def listener_of(config: pytest.Config) -> Listener:
+    if LISTENER not in config.stash:
+        config.stash[LISTENER] = Listener(config)
+    return config.stash[LISTENER]
+
+
+def pytest_collection_modifyitems(
+    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+) -> None:
+    """Ask the listener once, before any test that needs it runs: one clear error when it
+    does not answer, not a traceback per test."""
+    needs = [
+        item
+        for item in items
+        if isinstance(item, CaseItem) or "mosaic_tester" in getattr(item, "fixturenames", ())
+    ]
+    if not needs:
+        return
+    listener = listener_of(config)
+    try:
+        listener.client.request("GET", "/api/chat/projects?limit=1")
+    except ListenerError as refusal:
+        raise pytest.UsageError(
+            f"mosaic: the tester listener at {listener.url} cannot run conversation tests: "
+            f"{refusal} (set --mosaic-url or MOSAIC_TESTER_URL)"
+        ) from None
+
+
+# --- conversations written in Python --------------------------------------------------------
+
+
+class CheckFailed(AssertionError):
+    """A reply that misses an expectation of `reply.check`."""
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckedReply(Reply):
+    """A reply of `mosaic_tester`: its `body`, `seconds`, `first_token_seconds`, `usage`,
+    `model` and `finish_reason`, and `check(**expect)` with a suite file's `expect` keys."""
+
+    transcript: tuple[tuple[str, str], ...] = ()
+
+    def check(self, **expect: Any) -> CheckedReply:
+        """Fail the test, saying what was expected and what came, unless the reply meets
+        every expectation (judge included: `MOSAIC_JUDGE_*` names the judge)."""
+        try:
+            wanted = expect_of(expect)
+        except SuiteFileRefused as refusal:
+            raise TypeError(f"reply.check: {refusal.reason}") from None
+        judge = None
+        if wanted.judge is not None:
+            config = judge_from_environment()
+            if config is None:
+                raise TypeError(f"reply.check: {NO_JUDGE}")
+            judge = Judge(config)
+        outcome = Outcome({}, self, "answered", None, self.seconds)
+        checked = check_turn(wanted, outcome, transcript=self.transcript, judge=judge)
+        if checked.failure is not None:
+            raise CheckFailed(
+                f"expected {checked.failure.expected}\nactual: {checked.failure.actual}"
+            )
+        return self
+
+
+class TesterThread:
+    """A tester thread of `mosaic_tester`: `send` returns the reply, or fails the test."""
+
+    def __init__(self, thread: ConversationThread) -> None:
+        self.thread = thread
+        self.id = thread.id
+        self.name = thread.name
+        self.transcript: list[tuple[str, str]] = []
+
+    def send(self, body: str, *, within: float = 30.0) -> CheckedReply:
+        reply = self.thread.send(body, within=within)
+        self.transcript += [("user", body), ("assistant", reply.body)]
+        fields = {field.name: getattr(reply, field.name) for field in dataclasses.fields(reply)}
+        return CheckedReply(**fields, transcript=tuple(self.transcript))
+
+    def close(self) -> None:
+        self.thread.close()
+
+
+class MosaicTester:
+    """The `mosaic_tester` fixture: new tester threads, each closed at the test's end."""
+
+    def __init__(self, listener: Listener) -> None:
+        self.listener = listener
+        self.threads: list[TesterThread] = []
+
+    def thread(self, name: str, *, instance: str | None = None) -> TesterThread:
+        """A new tester thread `<name> · <UTC time>` in the session's project."""
+        listener = self.listener
+        thread = listener.client.new_thread(
+            project=listener.project_id(listener.default_project()), name=name, instance=instance
+        )
+        self.threads.append(TesterThread(thread))
+        return self.threads[-1]
+
+    def close(self) -> None:
+        for thread in self.threads:
+            thread.close()
+
+
+@pytest.fixture
+def mosaic_tester(request: pytest.FixtureRequest) -> Iterator[MosaicTester]:
+    """Talk to the assistant as the tester: `thread = mosaic_tester.thread("name");
+    thread.send("hello", within=10).check(icontains=["hello"], max_seconds=5)`."""
+    tester = MosaicTester(listener_of(request.config))
+    yield tester
+    tester.close()
+
+
+# --- suite files as tests ----------------------------------------------------------------
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    if file_path.name.endswith(SUITE_SUFFIX):
+        return SuiteFile.from_parent(parent, path=file_path)
+    return None
+
+
+class SuiteFile(pytest.File):
+    """A suite file: one test per case and instance. A refused file is a collection error
+    naming its line."""
+
+    def collect(self) -> Iterator[CaseItem]:
+        try:
+            suite = load_suite(self.path)
+        except SuiteFileRefused as refusal:
+            raise self.CollectError(str(refusal)) from None
+        planned = plans([suite])
+        several = len({plan.instance for plan in planned}) > 1
+        for plan in planned:
+            name = plan.case.name + (f"[{plan.instance}]" if several else "")
+            yield CaseItem.from_parent(self, name=name, plan=plan)
+
+
+class CaseFailed(AssertionError):
+    """A case whose verdict is `fail` or `error`."""
+
+
+class CaseItem(pytest.Item):
+    """One case of a suite file on one instance, its repeats run as `mosaic-test` runs them;
+    `flaky` passes, as it does there."""
+
+    def __init__(self, *, plan: Plan, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.plan = plan
+
+    def runtest(self) -> None:
+        listener = listener_of(self.config)
+        project = listener.project_id(self.plan.suite.project)
+        report = run_plan(listener.client, self.plan, project=project, judges=listener.judges)
+        self.user_properties += [
+            ("verdict", report.verdict),
+            ("passed_runs", report.passed_runs),
+            ("runs", report.runs),
+            ("threads", " ".join(str(thread) for thread in report.threads)),
+        ]
+        if report.verdict in (FAIL, ERROR):
+            told = "\n".join(miss_lines(report))
+            raise CaseFailed(f"{report.passed_runs}/{report.runs} {report.verdict}\n{told}")
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+        if isinstance(excinfo.value, CaseFailed | ListenerError):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        return self.path, self.plan.case.line - 1, self.plan.title

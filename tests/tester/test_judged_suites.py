@@ -1,0 +1,439 @@
+"""Conversation tests that judge a stochastic assistant, end to end: a real `manage.py serve`
+whose two instances ask a scripted OpenAI-compatible model, the same scripted server acting as
+the judge and the simulated user, and `testassistant` run against the tester listener.
+
+What the script answers is the test's design (`script`): a reply that alternates between two
+answers, JSON in a fenced block, a different capital per instance, a judge that grades by a
+word, a judge that answers garbage, a simulated user who asks for a refund.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tester.suites.judge import GRADER, USER_PLAYER
+from tests.console.server import serving
+from tests.model_servers import FakeModel, serve_fake_model
+from tests.tester.conftest import Served, human_left_alone, served
+from tests.tester.suite_runs import Ran, run_testassistant, write_suite
+
+BUSINESS = """
+[business]
+slug = "demo"
+human = "ada"
+tester_enabled = true
+default_instance = "assistant"
+
+[roles.assistant]
+receive_from = ["human"]
+send_to = ["human"]
+cross_role = []
+
+[instances.assistant]
+role = "assistant"
+
+[instances.assistant.reply]
+backend = "openai"
+base_url = "{url}"
+model = "chat-a"
+
+[instances.rival]
+role = "assistant"
+
+[instances.rival.reply]
+backend = "openai"
+base_url = "{url}"
+model = "chat-b"
+"""
+
+
+class Script:
+    """The scripted model: the assistant's two instances, the judge and the simulated user."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.coin = itertools.count()
+        # What `chat-a` says the capital of France is (a test may make it wrong).
+        self.capital = "Paris."
+
+    def __call__(self, body: dict[str, Any]) -> str:
+        messages = body["messages"]
+        system = messages[0]["content"] if messages[0]["role"] == "system" else ""
+        last = messages[-1]["content"]
+        if body["model"] == "judge":
+            return self.judge(system, last)
+        return self.assistant(body["model"], last)
+
+    def assistant(self, model: str, said: str) -> str:
+        if "flip a coin" in said:
+            with self.lock:
+                return "heads" if next(self.coin) % 2 == 0 else "tails"
+        if "capital of France" in said:
+            return self.capital if model == "chat-a" else "Lyon, I think."
+        if "as JSON" in said:
+            return 'Here it is:\n```json\n{"city": "Paris", "people": 2100000}\n```'
+        if "order 42" in said:
+            return "Your refund for order 42 is approved."
+        return "How can I help?"
+
+    def judge(self, system: str, prompt: str) -> str:
+        if system == USER_PLAYER:
+            asked = "Conversation so far:\n(nothing yet" not in prompt
+            if "never satisfied" in prompt:
+                return "Hmm, I am not sure."
+            return "Please refund order 42." if asked else "Hello, I have a problem."
+        assert system == GRADER
+        if "answer in riddles" in prompt:
+            return "I think it passes, mostly."
+        if "has met the user's goal" in prompt:
+            met = "refund for order 42 is approved" in prompt
+            return json.dumps({"pass": met, "reason": "approved" if met else "no refund yet"})
+        named = "Paris" in prompt.rsplit("ASSISTANT:", 1)[-1]
+        return json.dumps({"pass": named, "reason": "names Paris" if named else "no Paris"})
+
+
+@pytest.fixture(scope="module")
+def script() -> Script:
+    return Script()
+
+
+@pytest.fixture(scope="module")
+def model(script: Script) -> Iterator[FakeModel]:
+    with serve_fake_model(FakeModel(script=script)) as fake:
+        yield fake
+
+
+@pytest.fixture(scope="module")
+def judged_server(model: FakeModel, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    workdir = tmp_path_factory.mktemp("judged")
+    business = BUSINESS.format(url=model.url)
+    with (
+        serving(workdir, f"mosaic_judged_{os.getpid()}", business_file=business) as server,
+        served(server, answered=True) as live,
+    ):
+        yield live
+
+
+@pytest.fixture
+def live(
+    judged_server: Served, monkeypatch: pytest.MonkeyPatch, model: FakeModel
+) -> Iterator[Served]:
+    """The server, the judge named by the variables, and the human's work unchanged."""
+    monkeypatch.setenv("MOSAIC_JUDGE_BASE_URL", model.url)
+    monkeypatch.setenv("MOSAIC_JUDGE_MODEL", "judge")
+    with human_left_alone(judged_server):
+        yield judged_server
+
+
+def suite(cases: str, *, head: str = "") -> str:
+    return f'name = "judged"\nproject = "qa"\n{head}\n{cases}'
+
+
+def records(ran: Ran) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    lines = ran.json_lines()
+    return lines[:-1], lines[-1]["summary"]
+
+
+COIN = """
+[[cases]]
+name = "coin"
+repeat = 4
+pass_rate = {rate}
+
+[[cases.turns]]
+send = "flip a coin"
+expect = {{ equals = "heads" }}
+"""
+
+
+@pytest.mark.parametrize(("rate", "verdict", "status"), [(0.5, "flaky", 0), (1.0, "fail", 1)])
+def test_run_alternating_replies_are_flaky_or_fail_by_pass_rate(
+    live: Served, tmp_path: Path, rate: float, verdict: str, status: int
+) -> None:
+    """Replies alternate heads and tails: 2 of 4 pass; flaky at pass_rate 0.5 (status 0),
+    fail at 1.0 (status 1); each repeat in a thread of its own."""
+    path = write_suite(tmp_path, suite(COIN.format(rate=rate)))
+    ran = run_testassistant(path, "--url", live.url, "--json", "--keep-threads")
+    assert ran.status == status, ran.out + ran.error
+    (case,), summary = records(ran)
+    assert (case["verdict"], case["passed_runs"], case["runs"]) == (verdict, 2, 4)
+    assert len(set(case["threads"])) == 4
+    assert summary[verdict] == 1
+
+
+def test_run_repeat_option_overrides_every_cases_repeat(live: Served, tmp_path: Path) -> None:
+    path = write_suite(tmp_path, suite(COIN.format(rate=0.5)))
+    ran = run_testassistant(path, "--url", live.url, "--json", "--repeat", "2", "--jobs", "2")
+    (case,), _ = records(ran)
+    assert (case["passed_runs"], case["runs"]) == (1, 2)
+    assert sorted(r["turns"][0]["reply"] for r in case["repeats"]) == ["heads", "tails"]
+
+
+EXPECTATIONS = {
+    "icontains": ('send = "capital of France?"', '{ icontains = ["PARIS"] }', True),
+    "icontains missed": ('send = "capital of France?"', '{ icontains = ["berlin"] }', False),
+    "equals": ('send = "capital of France?"', '{ equals = "  Paris.\\n" }', True),
+    "not_matches": ('send = "capital of France?"', '{ not_matches = "(?i)lyon" }', True),
+    "not_matches missed": ('send = "capital of France?"', '{ not_matches = "Par" }', False),
+    "json": ('send = "the city as JSON"', "{ json = true }", True),
+    "json missed": ('send = "capital of France?"', "{ json = true }", False),
+    "json_schema": (
+        'send = "the city as JSON"',
+        '{ json_schema = { type = "object", required = ["city"] } }',
+        True,
+    ),
+    "json_schema missed": (
+        'send = "the city as JSON"',
+        '{ json_schema = { type = "object", required = ["country"] } }',
+        False,
+    ),
+    "max_seconds": ('send = "capital of France?"', "{ max_seconds = 30 }", True),
+    "max_first_token_seconds": (
+        'send = "capital of France?"',
+        "{ max_first_token_seconds = 30 }",
+        True,
+    ),
+    "max_completion_tokens": ('send = "capital of France?"', "{ max_completion_tokens = 2 }", True),
+    "max_completion_tokens missed": (
+        'send = "capital of France?"',
+        "{ max_completion_tokens = 1 }",
+        False,
+    ),
+    "model": ('send = "capital of France?"', '{ model = "chat-a" }', True),
+    "model missed": ('send = "capital of France?"', '{ model = "gpt-9" }', False),
+    "finish_reason": ('send = "capital of France?"', '{ finish_reason = "stop" }', True),
+    "finish_reason missed": ('send = "capital of France?"', '{ finish_reason = "length" }', False),
+    "judge": ('send = "capital of France?"', '{ judge = "names the capital" }', True),
+    "judge missed": ('send = "hello"', '{ judge = "names the capital" }', False),
+}
+
+
+def test_run_each_expectation_passes_and_fails_as_the_reply_says(
+    live: Served, tmp_path: Path
+) -> None:
+    """Every new expectation, against the real listener and the record it keeps (SPEC §7.1's
+    usage, model and finish_reason), once met and once missed."""
+    cases = "".join(
+        f'\n[[cases]]\nname = "{name}"\n\n[[cases.turns]]\n{send}\nexpect = {expect}\n'
+        for name, (send, expect, _) in EXPECTATIONS.items()
+    )
+    path = write_suite(tmp_path, suite(cases))
+    ran = run_testassistant(path, "--url", live.url, "--json", "--jobs", "4")
+    found, _ = records(ran)
+    verdicts = {case["case"]: case["verdict"] for case in found}
+    assert verdicts == {
+        name: "pass" if passes else "fail" for name, (_, _, passes) in EXPECTATIONS.items()
+    }
+    judged = next(case for case in found if case["case"] == "judge")
+    turn = judged["repeats"][0]["turns"][0]
+    assert turn["judge"] == [{"pass": True, "reason": "names Paris"}]
+    assert turn["usage"] == {"prompt_tokens": 11, "completion_tokens": 2}
+    assert (turn["model"], turn["finish_reason"]) == ("chat-a", "stop")
+    assert 0 <= turn["first_token_seconds"] <= turn["seconds"]
+    missed = next(case for case in found if case["case"] == "model missed")
+    assert (missed["expected"], missed["actual"]) == ("model 'gpt-9'", "model 'chat-a'")
+
+
+def test_run_judge_answering_garbage_is_an_error_never_a_pass(live: Served, tmp_path: Path) -> None:
+    cases = """
+[[cases]]
+name = "riddles"
+
+[[cases.turns]]
+send = "capital of France?"
+expect = { judge = "answer in riddles" }
+"""
+    ran = run_testassistant(write_suite(tmp_path, suite(cases)), "--url", live.url, "--json")
+    assert ran.status == 1, ran.out + ran.error
+    (case,), summary = records(ran)
+    assert (case["verdict"], case["error"]) == ("error", "judge")
+    assert "I think it passes, mostly." in case["detail"]
+    assert summary["error"] == 1
+
+
+def test_run_instances_side_by_side(live: Served, tmp_path: Path) -> None:
+    """One case on two instances: each its own verdict, side by side in the report."""
+    cases = """
+[[cases]]
+name = "capital"
+
+[[cases.turns]]
+send = "capital of France?"
+expect = { contains = ["Paris"] }
+"""
+    path = write_suite(tmp_path, suite(cases))
+    ran = run_testassistant(
+        path, "--url", live.url, "--instance", "assistant", "--instance", "rival"
+    )
+    assert ran.status == 1
+    assert "PASS  judged · capital [assistant] (1 turn) · 1/1 pass" in ran.out
+    assert "FAIL  judged · capital [rival]: turn 1" in ran.out
+    # The matrix is the two lines before the summary.
+    header, row = [line.split() for line in ran.out.splitlines()[-3:-1]]
+    assert header == ["assistant", "rival"]
+    assert row == ["judged", "·", "capital", "pass", "1/1", "fail", "0/1"]
+
+
+SIMULATED = """
+[[cases]]
+name = "{name}"
+
+[cases.simulate]
+persona = "a customer{persona}"
+goal = "get a refund for order 42"
+max_turns = 3
+"""
+
+
+def test_run_simulated_user_reaches_its_goal(live: Served, tmp_path: Path) -> None:
+    path = write_suite(tmp_path, suite(SIMULATED.format(name="refund", persona="")))
+    ran = run_testassistant(path, "--url", live.url, "--json")
+    assert ran.status == 0, ran.out + ran.error
+    (case,), _ = records(ran)
+    turns = case["repeats"][0]["turns"]
+    assert [turn["sent"] for turn in turns] == [
+        "Hello, I have a problem.",
+        "Please refund order 42.",
+    ]
+    assert case["repeats"][0]["judge"] == [{"pass": True, "reason": "approved"}]
+
+
+def test_run_simulated_user_that_never_reaches_its_goal_fails(live: Served, tmp_path: Path) -> None:
+    text = SIMULATED.format(name="stuck", persona=", never satisfied")
+    ran = run_testassistant(write_suite(tmp_path, suite(text)), "--url", live.url, "--json")
+    assert ran.status == 1
+    (case,), _ = records(ran)
+    assert len(case["repeats"][0]["turns"]) == 3
+    assert case["expected"] == "the goal met within 3 turns (get a refund for order 42)"
+    assert case["actual"] == "not met: no refund yet"
+
+
+CAPITAL = """
+[[cases]]
+name = "capital"
+
+[[cases.turns]]
+send = "capital of France?"
+expect = { contains = ["Paris"] }
+
+[[cases]]
+name = "always wrong"
+
+[[cases.turns]]
+send = "capital of France?"
+expect = { contains = ["Berlin"] }
+"""
+
+
+def test_run_compare_last_fails_on_a_regression_only(
+    live: Served, tmp_path: Path, script: Script
+) -> None:
+    """`--compare last --fail-on-regression`: a case that passed and now fails regressed (status
+    1); a case that failed before too is reported `same` and fails nothing (status 0)."""
+    path = write_suite(tmp_path, f'name = "regressions"\nproject = "qa"\n{CAPITAL}')
+    first = run_testassistant(path, "--url", live.url, "--json")
+    assert first.status == 1, first.out + first.error
+    _, first_summary = records(first)
+    script.capital = "Marseille."
+    try:
+        regressed = run_testassistant(
+            path, "--url", live.url, "--json", "--compare", "last", "--fail-on-regression"
+        )
+        again = run_testassistant(path, "--url", live.url, "--json", "--fail-on-regression")
+    finally:
+        script.capital = "Paris."
+    assert regressed.status == 1, regressed.out + regressed.error
+    found, summary = records(regressed)
+    assert {case["case"]: case["change"] for case in found} == {
+        "capital": "regressed",
+        "always wrong": "same",
+    }
+    assert summary["regressed"] == 1
+    stored = live.tester.get(f"/api/suite-runs/{summary['run']}")
+    assert stored["run"]["baseline"] == first_summary["run"]
+    assert {case["case"]: case["change"] for case in stored["cases"]} == {
+        "capital": "regressed",
+        "always wrong": "same",
+    }
+    # Both fail now, as they did in the run before: nothing regressed, status 0.
+    assert again.status == 0, again.out + again.error
+    found, summary = records(again)
+    assert [case["verdict"] for case in found] == ["fail", "fail"]
+    assert summary["regressed"] == 0
+    fixed = run_testassistant(path, "--url", live.url, "--json", "--compare", str(summary["run"]))
+    assert {case["case"]: case["change"] for case in records(fixed)[0]} == {
+        "capital": "fixed",
+        "always wrong": "same",
+    }
+
+
+def test_run_is_stored_for_the_tester_and_hidden_from_the_human(
+    live: Served, tmp_path: Path
+) -> None:
+    """The run, its cases with verdict, k/N, instance, threads and each failure's expected and
+    actual, through the tester listener; the human listener answers 404; the human's trail
+    gains only rows labelled as the tester's (R16, R20)."""
+    trail = live.human.get("/api/trail?limit=500")["rows"]
+    path = write_suite(tmp_path, f'name = "stored"\nproject = "qa"\n{CAPITAL}')
+    ran = run_testassistant(path, "--url", live.url, "--json", "--repeat", "2")
+    found, summary = records(ran)
+    stored = live.tester.get(f"/api/suite-runs/{summary['run']}")
+    assert stored["run"]["suites"] == ["stored"]
+    assert stored["run"]["counts"] == {"pass": 1, "flaky": 0, "fail": 1, "error": 0, "regressed": 0}
+    cases = {case["case"]: case for case in stored["cases"]}
+    for case in found:
+        kept = cases[case["case"]]
+        assert (kept["verdict"], kept["passed_runs"], kept["runs"]) == (
+            case["verdict"],
+            case["passed_runs"],
+            case["runs"],
+        )
+        assert kept["instance"] == "assistant"
+        assert sorted(kept["threads"]) == sorted(case["threads"])
+    assert cases["always wrong"]["failures"][0]["expected"] == "the reply contains 'Berlin'"
+    assert cases["always wrong"]["failures"][0]["actual"] == "Paris."
+    newest = live.tester.get("/api/suite-runs")["runs"][0]
+    assert newest["id"] == summary["run"]
+    for route in ("/api/suite-runs", f"/api/suite-runs/{summary['run']}"):
+        answer = live.human.client.get(route)
+        assert (answer.status_code, answer.json()["error"]) == (404, "not-found")
+    later = [row for row in live.human.get("/api/trail?limit=500")["rows"] if row not in trail]
+    # Only rows of the run's own tester threads, its turns labelled as the tester's.
+    run_threads = {thread for case in found for thread in case["threads"]}
+    assert {row["thread"] for row in later} == run_threads
+    assert any(row["text"].startswith("tester to assistant: ") for row in later)
+
+
+def test_run_archives_the_threads_of_passed_repeats_only(live: Served, tmp_path: Path) -> None:
+    """A passed repeat's thread leaves the tester's working list; a failed one stays for a
+    person to open; `--keep-threads` keeps them all."""
+    path = write_suite(tmp_path, f'name = "tidy"\nproject = "qa"\n{CAPITAL}')
+    found, _ = records(run_testassistant(path, "--url", live.url, "--json"))
+    threads = {case["case"]: case["threads"][0] for case in found}
+    working = {t["id"] for t in live.tester.get("/api/chat/threads?limit=500")["threads"]}
+    archived = {
+        t["id"] for t in live.tester.get("/api/chat/threads?limit=500&archived=true")["threads"]
+    }
+    assert threads["capital"] in archived and threads["capital"] not in working
+    assert threads["always wrong"] in working
+    found, _ = records(run_testassistant(path, "--url", live.url, "--json", "--keep-threads"))
+    working = {t["id"] for t in live.tester.get("/api/chat/threads?limit=500")["threads"]}
+    assert {case["threads"][0] for case in found} <= working
+
+
+def test_run_writes_an_html_report_of_every_case(live: Served, tmp_path: Path) -> None:
+    path = write_suite(tmp_path, f'name = "html"\nproject = "qa"\n{CAPITAL}')
+    report = tmp_path / "report.html"
+    ran = run_testassistant(path, "--url", live.url, "--html", report)
+    assert ran.status == 1
+    page = report.read_text()
+    assert "capital" in page and "always wrong" in page
+    assert "expected the reply contains &#x27;Berlin&#x27;" in page

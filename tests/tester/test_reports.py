@@ -1,0 +1,599 @@
+"""How a run is told: lines, the instance matrix, JSON records, the stored record, JUnit and the
+HTML page, from reports built by hand (pure)."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ElementTree
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from broker.suite_fields import FAILURE_KEYS, clean_case
+from tester.suites import reports
+from tester.suites.client import Outcome, Reply
+from tester.suites.expectations import Failure
+from tester.suites.files import Case, Expect, Suite, Turn
+from tester.suites.html_report import page, write_html
+from tester.suites.judge import Vote
+from tester.suites.runner import (
+    ERROR,
+    FAIL,
+    FLAKY,
+    PASS,
+    VERDICTS,
+    Attempt,
+    CaseReport,
+    Plan,
+    Problem,
+    Run,
+    TurnRecord,
+)
+
+GREETS = Case("greets", (Turn("hello", Expect(contains=("Ada",)), 8),), None, line=4)
+ASKS = Case("asks", (Turn("who am I?", Expect(), 16),), None, line=12)
+SUITE = Suite("smoke", "qa", (GREETS, ASKS), "suites/smoke.suite.toml")
+USAGE = {"prompt_tokens": 11, "completion_tokens": 3}
+MISSED = Failure("the reply contains 'Ada'", "Bye.")
+REFUSED = Problem("tester-off", "The tester is off.")
+
+
+def turn(
+    body: str | None,
+    *,
+    sent: str = "hello",
+    failure: Failure | None = None,
+    votes: tuple[Vote, ...] = (),
+) -> TurnRecord:
+    reply = None
+    if body is not None:
+        message = {"id": 21, "body": body, "usage": USAGE, "model": "qwen", "finish_reason": "stop"}
+        reply = Reply(body, message, seconds=1.25, first_token_seconds=0.5)
+    outcome = Outcome({"id": 20}, reply, "answered" if reply else "pending", None, 1.25)
+    return TurnRecord(1, sent, outcome, failure, votes)
+
+
+def passed(repeat: int, thread: int, *, body: str = "Hi, Ada.", instance: str = "alpha") -> Attempt:
+    return Attempt(repeat, thread, instance, [turn(body)], seconds=1.5)
+
+
+def failed(
+    repeat: int, thread: int, *, failure: Failure = MISSED, instance: str = "alpha"
+) -> Attempt:
+    return Attempt(
+        repeat,
+        thread,
+        instance,
+        [turn(failure.actual, failure=failure, votes=(Vote(False, "rude to the user"),))],
+        failure=failure,
+        failed_turn=1,
+        seconds=1.5,
+    )
+
+
+def errored(repeat: int) -> Attempt:
+    return Attempt(repeat, problem=REFUSED)
+
+
+def report(
+    attempts: list[Attempt],
+    verdict: str,
+    *,
+    case: Case = GREETS,
+    instance: str | None = "alpha",
+    change: str | None = None,
+) -> CaseReport:
+    return CaseReport(Plan(SUITE, case, instance, len(attempts)), attempts, verdict, change)
+
+
+def flaky() -> CaseReport:
+    return report([passed(1, 10), failed(2, 11), passed(3, 12)], FLAKY, change="regressed")
+
+
+CONVERSATION_MISS = Attempt(
+    1,
+    13,
+    "alpha",
+    [turn("Hi, Ada.")],
+    failure=Failure("the judge passes the conversation (Polite.)", "the judge failed it: rude"),
+    conversation_votes=(Vote(False, "rude"),),
+)
+
+
+# --- lines ------------------------------------------------------------------------------------
+
+MISS_TOLD = "turn 1 “hello”: expected the reply contains 'Ada'; got “Bye.”"
+
+
+@pytest.mark.parametrize(
+    ("made", "options", "told"),
+    [
+        (report([passed(1, 10)], PASS), {}, "PASS  smoke · greets (1 turn) · 1/1 pass"),
+        (
+            report([passed(n, 10 + n) for n in (1, 2, 3)], PASS, change="fixed"),
+            {"compared": True},
+            "PASS  smoke · greets (1 turn) · 3/3 pass · fixed",
+        ),
+        (
+            report([passed(1, 10)], PASS),
+            {"with_instance": True},
+            "PASS  smoke · greets [alpha] (1 turn) · 1/1 pass",
+        ),
+        (
+            flaky(),
+            {"compared": True},
+            f"FLAKY smoke · greets: run 2, {MISS_TOLD} · 2/3 flaky · regressed",
+        ),
+        # Not compared: the change is not told, whatever the report holds.
+        (flaky(), {}, f"FLAKY smoke · greets: run 2, {MISS_TOLD} · 2/3 flaky"),
+        (report([failed(1, 10)], FAIL), {}, f"FAIL  smoke · greets: {MISS_TOLD} · 0/1 fail"),
+        (
+            report([CONVERSATION_MISS], FAIL),
+            {},
+            "FAIL  smoke · greets: the conversation: expected the judge passes the conversation "
+            "(Polite.); got “the judge failed it: rude” · 0/1 fail",
+        ),
+        (
+            report([errored(1)], ERROR),
+            {},
+            "ERROR smoke · greets: tester-off: The tester is off. · 0/1 error",
+        ),
+        (
+            report([passed(1, 10), errored(2)], ERROR),
+            {},
+            "ERROR smoke · greets: run 2: tester-off: The tester is off. · 1/2 error",
+        ),
+    ],
+)
+def test_line_tells_verdict_first_miss_and_k_of_n(
+    made: CaseReport, options: dict[str, bool], told: str
+) -> None:
+    assert reports.line(made, **options) == told
+
+
+def test_line_shortens_a_long_reply_to_one_line() -> None:
+    told = reports.line(report([failed(1, 10, failure=Failure("x", "word\n" * 100))], FAIL))
+    assert "\n" not in told and told.endswith("…” · 0/1 fail")
+    assert len(told) < 300
+
+
+def test_not_run_line_names_the_instance_when_asked() -> None:
+    plan = Plan(SUITE, ASKS, "beta", 1)
+    assert reports.not_run_line(plan) == "SKIP  smoke · asks: not run"
+    assert reports.not_run_line(plan, with_instance=True) == "SKIP  smoke · asks [beta]: not run"
+
+
+def test_summary_counts_each_verdict_regressions_and_cases_not_run() -> None:
+    run = Run(
+        reports=[
+            report([passed(1, 10)], PASS),
+            flaky(),
+            report([failed(1, 14)], FAIL, case=ASKS),
+            report([errored(1)], ERROR, instance="beta"),
+        ],
+        not_run=[Plan(SUITE, ASKS, "beta", 1)],
+    )
+    assert reports.summary(run, 2.54, run_id=7, baseline=3) == (
+        "1 pass, 1 flaky, 1 fail, 1 error; 1 regressed against run 3; 1 not run (run 7) in 2.5 s"
+    )
+    assert reports.summary(Run(), 0.0, run_id=None, baseline=None) == (
+        "0 pass, 0 flaky, 0 fail, 0 error in 0.0 s"
+    )
+    assert reports.summary_record(run, run_id=7) == {
+        "summary": {
+            "run": 7,
+            "pass": 1,
+            "flaky": 1,
+            "fail": 1,
+            "error": 1,
+            "regressed": 1,
+            "not_run": 1,
+        }
+    }
+
+
+# --- the instance matrix ----------------------------------------------------------------------
+
+
+def test_instance_matrix_puts_cases_down_and_instances_across() -> None:
+    made = [
+        report([passed(1, 10)], PASS),
+        report([failed(1, 11, instance="beta")], FAIL, instance="beta"),
+        report([passed(1, 12), failed(2, 13), passed(3, 14)], FLAKY, case=ASKS),
+    ]
+    assert reports.instance_matrix(made) == [
+        "                alpha      beta",
+        "smoke · greets  pass 1/1   fail 0/1",
+        "smoke · asks    flaky 2/3  —",
+    ]
+
+
+def test_instance_matrix_of_one_instance_is_empty() -> None:
+    made = [report([passed(1, 10)], PASS), report([failed(1, 11)], FAIL, case=ASKS)]
+    assert reports.instance_matrix(made) == []
+
+
+def test_report_instance_is_the_threads_else_the_plans() -> None:
+    """The default instance (no --instance) is told by the name the thread came back with."""
+    assert report([passed(1, 10, instance="assistant")], PASS, instance=None).instance == (
+        "assistant"
+    )
+    assert report([errored(1)], ERROR, instance="beta").instance == "beta"
+    assert report([errored(1)], ERROR, instance=None).instance == ""
+
+
+# --- JSON records -----------------------------------------------------------------------------
+
+CASE_KEYS = {
+    "suite",
+    "case",
+    "file",
+    "instance",
+    "verdict",
+    "passed_runs",
+    "runs",
+    "change",
+    "status",
+    "thread",
+    "threads",
+    "turn",
+    "sent",
+    "expected",
+    "actual",
+    "error",
+    "detail",
+    "seconds",
+    "repeats",
+}
+REPEAT_KEYS = {
+    "repeat",
+    "thread",
+    "passed",
+    "error",
+    "detail",
+    "failed_turn",
+    "expected",
+    "actual",
+    "seconds",
+    "turns",
+    "judge",
+}
+TURN_KEYS = {
+    "turn",
+    "id",
+    "state",
+    "reply_id",
+    "seconds",
+    "first_token_seconds",
+    "usage",
+    "model",
+    "finish_reason",
+    "passed",
+    "judge",
+}
+
+
+def test_as_json_tells_the_first_miss_and_every_repeat() -> None:
+    record = reports.as_json(flaky())
+    assert set(record) == CASE_KEYS
+    assert {key: record[key] for key in CASE_KEYS - {"repeats"}} == {
+        "suite": "smoke",
+        "case": "greets",
+        "file": "suites/smoke.suite.toml",
+        "instance": "alpha",
+        "verdict": FLAKY,
+        "passed_runs": 2,
+        "runs": 3,
+        "change": "regressed",
+        # The legacy status: a flaky case passed.
+        "status": "passed",
+        "thread": 11,
+        "threads": [10, 11, 12],
+        "turn": 1,
+        "sent": "hello",
+        "expected": "the reply contains 'Ada'",
+        "actual": "Bye.",
+        "error": None,
+        "detail": None,
+        "seconds": 4.5,
+    }
+    first, second, _ = record["repeats"]
+    assert set(first) == REPEAT_KEYS
+    assert (first["passed"], second["passed"], second["failed_turn"]) == (True, False, 1)
+    [told] = second["turns"]
+    assert set(told) == TURN_KEYS | {"sent", "reply"}
+    assert told == {
+        "turn": 1,
+        "id": 20,
+        "state": "answered",
+        "reply_id": 21,
+        "seconds": 1.25,
+        "first_token_seconds": 0.5,
+        "usage": USAGE,
+        "model": "qwen",
+        "finish_reason": "stop",
+        "passed": False,
+        "judge": [{"pass": False, "reason": "rude to the user"}],
+        "sent": "hello",
+        "reply": "Bye.",
+    }
+    json.loads(reports.json_line(flaky()))
+
+
+@pytest.mark.parametrize(
+    ("made", "expected"),
+    [
+        (
+            report([errored(1)], ERROR),
+            {
+                "status": "error",
+                "error": "tester-off",
+                "detail": "The tester is off.",
+                "thread": None,
+            },
+        ),
+        (
+            report([passed(1, 10), passed(2, 11)], PASS),
+            {"status": "passed", "error": None, "turn": None, "expected": None, "thread": 10},
+        ),
+        (report([failed(1, 10)], FAIL), {"status": "failed", "turn": 1, "actual": "Bye."}),
+    ],
+)
+def test_as_json_of_each_verdict(made: CaseReport, expected: dict[str, Any]) -> None:
+    record = reports.as_json(made)
+    assert {key: record[key] for key in expected} == expected
+
+
+def test_as_json_of_a_turn_without_reply_records_nulls_and_its_wait() -> None:
+    attempt = Attempt(1, 10, "alpha", [turn(None)], failure=MISSED, failed_turn=1)
+    [told] = reports.as_json(report([attempt], FAIL))["repeats"][0]["turns"]
+    assert {key: told[key] for key in ("state", "reply_id", "seconds", "usage", "reply")} == {
+        "state": "pending",
+        "reply_id": None,
+        "seconds": 1.25,
+        "usage": None,
+        "reply": None,
+    }
+
+
+def test_stored_record_keeps_no_conversation_texts_and_clips_long_failures() -> None:
+    long = Failure("the reply contains 'Ada' " + "e" * 3000, "a" * 5000)
+    made = report(
+        [passed(1, 10, body="Hi, Ada. PRIVATE-REPLY"), failed(2, 11, failure=long)], FLAKY
+    )
+    stored = reports.stored_record(made)
+    assert set(stored) == {
+        "suite",
+        "case",
+        "instance",
+        "verdict",
+        "passed_runs",
+        "runs",
+        "threads",
+        "failures",
+        "attempts",
+    }
+    # The threads hold the conversation; the history names them.
+    assert "PRIVATE-REPLY" not in json.dumps(stored)
+    assert all(
+        set(told) == TURN_KEYS for attempt in stored["attempts"] for told in attempt["turns"]
+    )
+    [failure] = stored["failures"]
+    assert set(failure) == set(FAILURE_KEYS)
+    assert (failure["repeat"], failure["turn"], failure["sent"]) == (2, 1, "hello")
+    assert (len(failure["expected"]), len(failure["actual"])) == (2000, 2000)
+    assert failure["actual"] == "a" * 1999 + "…"
+    # The failure is told once, in `failures`.
+    assert not {"expected", "actual"} & set(stored["attempts"][1])
+    # What the broker would store is what was sent.
+    cleaned = clean_case(**stored, verdicts=list(VERDICTS))
+    assert (cleaned.failures, cleaned.attempts) == (stored["failures"], stored["attempts"])
+
+
+def test_stored_record_of_an_error_says_what_came_instead_of_a_verdict() -> None:
+    stored = reports.stored_record(report([passed(1, 10), errored(2)], ERROR))
+    assert stored["failures"] == [
+        {
+            "repeat": 2,
+            "turn": None,
+            "sent": None,
+            "expected": "a verdict",
+            "actual": "tester-off: The tester is off.",
+        }
+    ]
+    assert (stored["attempts"][1]["error"], stored["threads"]) == ("tester-off", [10])
+
+
+@pytest.mark.parametrize(
+    "attempts",
+    [
+        # `repeat = 100` on a case whose every reply is long and wrong.
+        [
+            failed(n, n, failure=Failure("the reply contains 'Ada'", "a" * 5000))
+            for n in range(1, 101)
+        ],
+        # `repeat = 100` on a case of ten turns that all pass.
+        [Attempt(n, n, "alpha", [turn("Hi, Ada.")] * 10, seconds=1.5) for n in range(1, 101)],
+    ],
+    ids=["100-long-failures", "100-repeats-of-10-turns"],
+)
+def test_stored_record_of_a_case_a_file_may_write_is_one_the_broker_stores(
+    attempts: list[Attempt],
+) -> None:
+    """A record the broker refuses ends the whole run refused (exit 2): every case a valid
+    suite file can write must fit the stored history's limits."""
+    verdict = PASS if all(a.passed for a in attempts) else FAIL
+    stored = reports.stored_record(report(attempts, verdict))
+    clean_case(**stored, verdicts=list(VERDICTS))
+
+
+# --- JUnit ------------------------------------------------------------------------------------
+
+
+def junit_root(run: Run, every: list[Plan]) -> ElementTree.Element:
+    root = reports.junit(run, every).getroot()
+    assert root is not None
+    return root
+
+
+def properties(testcase: Any) -> dict[str, str]:
+    return {p.get("name"): p.get("value") for p in testcase.iter("property")}
+
+
+def test_junit_gives_properties_and_skips_a_case_not_run(tmp_path: Path) -> None:
+    ran = Plan(SUITE, GREETS, "alpha", 3)
+    skipped = Plan(SUITE, ASKS, "alpha", 1)
+    run = Run(reports=[flaky()], not_run=[skipped])
+    root = junit_root(run, [ran, skipped])
+    assert {key: root.get(key) for key in ("tests", "failures", "errors", "skipped")} == {
+        "tests": "2",
+        "failures": "0",
+        "errors": "0",
+        "skipped": "1",
+    }
+    [testsuite] = root.findall("testsuite")
+    greets, asks = testsuite.findall("testcase")
+    assert (greets.get("name"), greets.get("line"), greets.get("time")) == ("greets", "4", "4.500")
+    assert properties(greets) == {
+        "verdict": "flaky",
+        "passed_runs": "2",
+        "runs": "3",
+        "change": "regressed",
+        "instance": "alpha",
+        "threads": "10 11 12",
+    }
+    # A flaky case met its pass rate: no failure element.
+    assert [child.tag for child in greets] == ["properties"]
+    assert [(child.tag, child.get("message")) for child in asks] == [("skipped", "not run")]
+    assert (asks.get("name"), asks.get("line"), asks.get("time")) == ("asks", "12", "0.000")
+    path = tmp_path / "out" / "junit.xml"
+    reports.write_junit(run, [ran, skipped], path)
+    assert path.read_text(encoding="utf-8").startswith("<?xml")
+
+
+def test_junit_counts_failures_and_errors_and_names_instances() -> None:
+    failing = report([failed(1, 10)], FAIL)
+    refused = report([errored(1)], ERROR, instance="beta")
+    every = [failing.plan, refused.plan]
+    root = junit_root(Run(reports=[failing, refused]), every)
+    assert (root.get("tests"), root.get("failures"), root.get("errors")) == ("2", "1", "1")
+    first, second = root.iter("testcase")
+    assert (first.get("name"), second.get("name")) == ("greets [alpha]", "greets [beta]")
+    failure = first.find("failure")
+    assert failure is not None and failure.get("message") == MISS_TOLD
+    assert failure.text == (
+        "run 1, turn 1: sent hello\nexpected: the reply contains 'Ada'\nactual: Bye."
+    )
+    error = second.find("error")
+    assert error is not None
+    assert (error.get("type"), error.get("message")) == ("tester-off", "The tester is off.")
+
+
+def test_junit_error_case_after_a_failed_repeat_has_its_error_element() -> None:
+    """Repeat 1 failed, repeat 2 had no verdict (the judge or the listener): the case is an
+    error, counted as one, and its testcase says so."""
+    mixed = report([failed(1, 10), errored(2)], ERROR)
+    root = junit_root(Run(reports=[mixed]), [mixed.plan])
+    [testcase] = root.iter("testcase")
+    assert root.get("errors") == "1"
+    assert [child.tag for child in testcase] == ["properties", "error"]
+
+
+def test_as_json_error_case_after_a_failed_repeat_names_the_error() -> None:
+    record = reports.as_json(report([failed(1, 10), errored(2)], ERROR))
+    assert (record["verdict"], record["error"], record["detail"]) == (
+        ERROR,
+        "tester-off",
+        "The tester is off.",
+    )
+
+
+# --- the HTML page ----------------------------------------------------------------------------
+
+HOSTILE = "<script>alert('x')</script><img src=http://evil.example/x.png>"
+CONSOLE = "http://127.0.0.1:7333/"
+# Attributes that make a browser fetch or follow something.
+FETCHING = {"src", "href", "srcset", "action", "formaction", "poster", "data", "background"}
+
+
+class Parsed(HTMLParser):
+    """Every tag, every reference an attribute makes, and every attribute value."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.tags: list[str] = []
+        self.references: list[str] = []
+        self.values: list[str] = []
+        self.feed(text)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append(tag)
+        for name, value in attrs:
+            self.values.append(value or "")
+            if name in FETCHING or "url(" in (value or ""):
+                self.references.append(value or "")
+
+
+def html_run() -> Run:
+    hostile = Attempt(
+        1,
+        20,
+        "alpha",
+        [turn(HOSTILE, sent="say <b>hi</b>", votes=(Vote(True, "fine <i>really</i>"),))],
+        conversation_votes=(Vote(True, "polite throughout"),),
+    )
+    return Run(
+        reports=[flaky(), report([hostile], PASS, case=ASKS)],
+        not_run=[Plan(SUITE, ASKS, "beta", 1)],
+    )
+
+
+def html_page(console_url: str | None) -> str:
+    run = html_run()
+    every = [r.plan for r in run.reports] + run.not_run
+    return page(run, every, run_id=7, baseline=3, console_url=console_url)
+
+
+def test_html_page_shows_a_reply_as_text_never_as_markup() -> None:
+    text = html_page(None)
+    parsed = Parsed(text)
+    assert not {"script", "img", "link", "iframe", "object", "embed"} & set(parsed.tags)
+    assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in text
+    assert "say &lt;b&gt;hi&lt;/b&gt;" in text
+    assert "fine &lt;i&gt;really&lt;/i&gt;" in text
+
+
+@pytest.mark.parametrize(
+    ("console_url", "links"),
+    [
+        (None, []),
+        (CONSOLE, [f"http://127.0.0.1:7333/#thread={n}" for n in (10, 11, 12, 20)]),
+    ],
+)
+def test_html_page_fetches_nothing_and_links_only_threads(
+    console_url: str | None, links: list[str]
+) -> None:
+    text = html_page(console_url)
+    parsed = Parsed(text)
+    assert parsed.references == links
+    assert [v for v in parsed.values if ("http" in v or "//" in v) and v not in links] == []
+    assert "url(" not in text and "@import" not in text
+
+
+def test_html_page_shows_k_of_n_changes_and_reasons() -> None:
+    text = html_page(None)
+    assert "<td>2/3</td>" in text and "2/3 passed · regressed" in text
+    assert "1 pass, 1 flaky, 0 fail, 0 error; 1 regressed against run 3" in text
+    assert "judge: fail — rude to the user" in text
+    assert "judge of the conversation: pass — polite throughout" in text
+    assert "tokens 11 in, 3 out · model qwen · finish stop" in text
+    assert '<h2>smoke · asks</h2><p class="muted">not run</p>' in text
+
+
+def test_write_html_writes_the_page(tmp_path: Path) -> None:
+    run = html_run()
+    path = tmp_path / "out" / "run.html"
+    write_html(run, [r.plan for r in run.reports], path, run_id=7, baseline=None)
+    assert path.read_text(encoding="utf-8").startswith("<!doctype html>")
