@@ -11,22 +11,28 @@
 //   drafts.js      the composer's text, per thread
 //   trail.js       the live trail
 //   inbox.js       unread marks, previews, rename and archive
+//   runs.js        test runs: the stored history of conversation-test runs (the tester's only)
 //   place.js       the address and history
 
 import { write } from "./api.js";
 import { checkConnection, onReconnect } from "./connection.js";
 import { rename, startRename, toggleArchive } from "./inbox.js";
 import {
-  createProject, createThread, loadOlderThreads, loadProjects, loadThreads, markCurrent, onChoose,
-  searchThreads,
+  createProject, createThread, findThread, loadOlderThreads, loadProjects, loadThreads, markCurrent,
+  onChoose, searchThreads, showArchived, showingArchived,
 } from "./lists.js";
-import { $, say, state } from "./page.js";
+import { $, hasTestRuns, say, state } from "./page.js";
 import { recalled, remember } from "./place.js";
+import { focusRuns, hideRuns, loadOlderRuns, showRuns } from "./runs.js";
 import {
   closeThread, composerKey, keepDraft, loadOlderMessages, onThreadEvents, openThread, readNewest,
   send, stop,
 } from "./thread.js";
 import { loadOlderTrail, startTrail } from "./trail.js";
+
+// Bumped by every move, the reader's or the address's: a move that waits on the server gives
+// way to any made meanwhile.
+let moves = 0;
 
 function chooseProject(id) {
   state.projectId = id;
@@ -44,30 +50,69 @@ function forgetThread() {
   $("thread-title").textContent = "No thread open";
 }
 
-// Back to the list (the phone's back button): a history entry like any other move.
-function leaveThread() {
+// Back to the list (the phone's back buttons): a history entry like any other move.
+function backToList() {
+  moves += 1;
   forgetThread();
   showView("list");
   remember({ push: true });
 }
 
 async function pickProject(id) {
+  moves += 1;
   forgetThread();
   showView("list");
   await chooseProject(id);
   remember({ push: true });
 }
 
-// On a phone the list and the thread are separate views (`data-view`).
+// What the main pane shows: no thread ("list"), a thread, or the test runs. On a phone the list
+// and the other two are separate screens (`data-view`).
 function showView(view) {
+  if (state.view === "runs" && view !== "runs") {
+    hideRuns();
+    state.testRunId = null;
+  }
+  state.view = view;
   document.body.dataset.view = view;
 }
 
 function pickThread(id) {
+  moves += 1;
+  const moved = id !== state.threadId || state.view !== "thread";
   showView("thread");
-  if (id === state.threadId) return;
-  openThread(id);
-  remember({ push: true });
+  if (id !== state.threadId) openThread(id);
+  if (moved) remember({ push: true });
+}
+
+// The test runs in the main pane, the list (`runId` null) or one run; the thread closes.
+function openRuns(runId) {
+  forgetThread();
+  showView("runs");
+  state.testRunId = runId;
+  showRuns(runId);
+  focusRuns(runId);
+}
+
+// Opens thread `id` in its own project and in the list that holds it, current or archived: an
+// address or a link may name a thread alone (the trail's, a test run's), in a project not
+// chosen, or archived (the runner archives the threads of passed repeats).
+async function openThreadAt(id, mine) {
+  let thread = null;
+  try {
+    thread = await findThread(id);
+  } catch {
+    // Not looked up (offline): opened where the list is, the pane says why it cannot load.
+  }
+  if (mine !== moves) return;
+  if (thread && (thread.project !== state.projectId || Boolean(thread.archived) !== showingArchived())) {
+    showArchived(Boolean(thread.archived));
+    await chooseProject(thread.project);
+    if (mine !== moves) return;
+  }
+  if (id !== state.threadId) openThread(id);
+  showView("thread");
+  remember();
 }
 
 onChoose({ project: pickProject, thread: pickThread });
@@ -85,17 +130,24 @@ async function signOut() {
   location.assign("/signin");
 }
 
-// Follows the address (Back, Forward, an edited address) to its project and thread.
+// Follows the address (Back, Forward, an edited address, a link) to its project and thread, or
+// to the test runs. `popstate` and `hashchange` may both call it for one move: it is idempotent.
 async function followAddress() {
   const place = recalled();
+  const mine = ++moves;
+  if (hasTestRuns && place.runs) {
+    if (state.view !== "runs" || state.testRunId !== place.run) openRuns(place.run);
+    remember();
+    return;
+  }
   if (place.project !== null && place.project !== state.projectId) await chooseProject(place.project);
+  if (mine !== moves) return;
   if (place.thread === null) {
     forgetThread();
     showView("list");
     return;
   }
-  if (place.thread !== state.threadId) openThread(place.thread);
-  showView("thread");
+  await openThreadAt(place.thread, mine);
 }
 
 function wire() {
@@ -112,7 +164,7 @@ function wire() {
   $("composer-body").addEventListener("keydown", composerKey);
   $("composer-body").addEventListener("input", keepDraft);
   $("stop").addEventListener("click", stop);
-  $("back").addEventListener("click", leaveThread);
+  $("back").addEventListener("click", backToList);
   for (const tab of document.querySelectorAll("[role=tab][data-tab]")) {
     tab.addEventListener("click", () => showTab(tab.dataset.tab));
   }
@@ -122,6 +174,14 @@ function wire() {
   $("rename-cancel").addEventListener("click", () => { $("rename-form").hidden = true; });
   $("archive").addEventListener("click", () => toggleArchive(() => {}));
   $("show-archived").addEventListener("change", loadThreads);
+  if (hasTestRuns) {
+    $("runs-older").addEventListener("click", loadOlderRuns);
+    $("runs-back").addEventListener("click", backToList);
+    // The link to the place already shown changes no address: it shows the runs afresh.
+    $("runs-link").addEventListener("click", () => {
+      if (location.hash === "#runs") openRuns(null);
+    });
+  }
   document.addEventListener("visibilitychange", readNewest);
   window.addEventListener("popstate", followAddress);
   window.addEventListener("hashchange", followAddress);
@@ -141,6 +201,7 @@ let trailStarted = false;
 // loaded again when the connection returns.
 async function load() {
   const place = recalled();
+  const mine = moves;
   const projects = await loadProjects();
   if (state.signedOut) return;
   if (projects === null) {
@@ -153,13 +214,12 @@ async function load() {
   const project = projects.find((p) => p.id === place.project) ?? projects[projects.length - 1];
   if (!project) return;
   await chooseProject(project.id);
-  // The reader may have moved while the lists loaded (opened or created a thread): that wins.
-  if (state.threadId !== null || state.projectId !== project.id) return;
-  if (place.thread !== null && project.id === place.project && state.threads.has(place.thread)) {
-    showView("thread");
-    openThread(place.thread);
-  }
-  remember();
+  // The reader may have moved while the lists loaded (opened or created a thread, opened the
+  // test runs): that wins.
+  if (mine !== moves || state.threadId !== null || state.projectId !== project.id) return;
+  if (state.view === "runs") return;
+  if (place.thread !== null) await openThreadAt(place.thread, ++moves);
+  else remember();
 }
 
 function start() {
@@ -169,6 +229,8 @@ function start() {
   onReconnect(() => {
     if (state.projectId === null || !trailStarted) load();
   });
+  // The test runs need no project: they show while the lists load.
+  if (hasTestRuns && recalled().runs) followAddress();
   load();
 }
 

@@ -84,7 +84,7 @@ function threadItem(thread) {
   return item;
 }
 
-const showingArchived = () => $("show-archived").checked;
+export const showingArchived = () => $("show-archived").checked;
 
 // A thread changed (read, renamed, archived, new activity): its entry is redrawn, or leaves a
 // list it no longer belongs to.
@@ -147,6 +147,27 @@ export async function loadOlderThreads() {
   } catch (error) {
     say($("threads-state"), error.message, "error");
   }
+}
+
+// One of the actor's own threads by id, current or archived, or null when it is neither (not
+// the actor's, or no such thread). The API has no read of one thread, so this asks for the page
+// of one thread that ends at it (`before` its id + 1), among current threads, then archived
+// ones: two bounded reads at most, and none for a thread already listed.
+export async function findThread(id) {
+  if (state.threads.has(id)) return state.threads.get(id);
+  for (const archived of ["", "true"]) {
+    const { threads } = await get(query("/api/chat/threads", { before: id + 1, limit: 1, archived }));
+    if (threads[0]?.id === id) {
+      state.threads.set(id, threads[0]);
+      return threads[0];
+    }
+  }
+  return null;
+}
+
+// Shows archived threads in the list, or current ones: the list a thread is found in.
+export function showArchived(archived) {
+  $("show-archived").checked = archived;
 }
 
 let searchTimer = null;

@@ -8,6 +8,9 @@ const sendEnabled = page.sendEnabled === "true";
 export const canSend = listener === "tester" || sendEnabled;
 // The actor's own address on the bus: its turns are "mine".
 export const me = listener;
+// The stored history of conversation-test runs is the tester listener's alone (the human
+// listener has no such routes): only the tester's page shows it, or asks for it.
+export const hasTestRuns = listener === "tester";
 
 export const $ = (id) => document.getElementById(id);
 
@@ -32,9 +35,11 @@ export function say(node, text, kind = "info") {
   node.dataset.kind = kind;
 }
 
-export function timeOf(iso) {
+// The time of day, or the date and time (`withDate`); the full date and time on hover.
+export function timeOf(iso, { withDate = false } = {}) {
   const at = new Date(iso);
-  const time = element("time", "", at.toLocaleTimeString());
+  const shown = withDate ? at.toLocaleString([], { dateStyle: "medium", timeStyle: "short" }) : at.toLocaleTimeString();
+  const time = element("time", "", shown);
   time.dateTime = iso;
   time.title = at.toLocaleString();
   return time;
@@ -66,5 +71,9 @@ export const state = {
   projectId: null,
   threads: new Map(),
   threadId: null,
+  // What the main pane shows: "list" (no thread), "thread", or "runs" (the test runs; the
+  // tester's only), with `testRunId` the run open there (null: the list of runs).
+  view: "list",
+  testRunId: null,
   signedOut: false,
 };

@@ -32,6 +32,11 @@ class LiveApi:
         assert answer.status_code in (200, 201), answer.text
         return answer.json()
 
+    def patch(self, path: str, body: dict[str, Any]) -> Any:
+        answer = self.client.patch(path, json=body, headers=self.write_headers())
+        assert answer.status_code == 200, answer.text
+        return answer.json()
+
     def sign_in(self, username: str, password: str) -> None:
         self.post("/api/auth/login", {"username": username, "password": password})
 

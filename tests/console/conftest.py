@@ -11,6 +11,7 @@ from typing import Protocol
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
+from tests.console.api import LiveApi
 from tests.console.assistant import MODEL_NAME, assistant_settings
 from tests.console.browser import LAUNCH_ARGS, require_chromium
 from tests.console.server import HUMAN_USERNAME, PASSWORD, LiveServer, serving
@@ -79,6 +80,14 @@ def browser(chromium: str) -> Iterator[Browser]:
         launched = playwright.chromium.launch(executable_path=chromium, args=LAUNCH_ARGS)
         yield launched
         launched.close()
+
+
+@pytest.fixture
+def tester_api(console_server: LiveServer) -> Iterator[LiveApi]:
+    """The live server's API as the tester, as the runner speaks to it."""
+    api = LiveApi(console_server.tester_url)
+    yield api
+    api.close()
 
 
 def sign_in(page: Page, human_url: str) -> None:

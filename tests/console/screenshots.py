@@ -13,11 +13,13 @@ from pathlib import Path
 
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
+from tests.console.api import LiveApi
 from tests.console.assistant import MODEL_NAME, assistant_settings
 from tests.console.browser import LAUNCH_ARGS, require_chromium
 from tests.console.conftest import TIMEOUT_MS, sign_in
 from tests.console.pages import create_project, create_thread, send
 from tests.console.server import ROOT, LiveServer, serving
+from tests.console.suite_runs import store_history
 from tests.model_servers import FakeModel, serve_fake_model
 
 SIZES = {"desktop": (1440, 900), "phone": (390, 844)}
@@ -117,6 +119,26 @@ class Shooter:
         self.shoot(page, "failed", size)
         self.model.status = 200
         page.context.close()
+
+        self.test_runs(size)
+
+    def test_runs(self, size: str) -> None:
+        """The tester's test runs, light and dark: the list, and a run compared with the one
+        before it (a regression, a fix, a new case, a failure)."""
+        api = LiveApi(self.server.tester_url)
+        history = store_history(api)
+        api.close()
+        for dark in (False, True):
+            suffix = "-dark" if dark else ""
+            page = self.page(size, dark=dark, listener="tester")
+            page.get_by_role("link", name="Test runs").click()
+            run = page.locator(f'.test-run-choice[data-id="{history.second["id"]}"]')
+            expect(run).to_be_visible()
+            self.shoot(page, f"test-runs{suffix}", size)
+            run.click()
+            expect(page.locator(".case")).to_have_count(3)
+            self.shoot(page, f"test-run{suffix}", size)
+            page.context.close()
 
 
 def main(folder: Path) -> None:

@@ -1,6 +1,6 @@
-"""axe-core on the sign-in page and both Consoles, light and dark, at both viewports: no serious
-or critical violation, and nothing outside a landmark (issue #15); and the focus ring of a list's
-control is drawn in full."""
+"""axe-core on the sign-in page and both Consoles (the tester's test runs too), light and dark, at
+both viewports: no serious or critical violation, and nothing outside a landmark (issue #15); and
+the focus ring of a list's control is drawn in full."""
 
 from __future__ import annotations
 
@@ -10,8 +10,10 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.console.api import LiveApi
 from tests.console.conftest import DESKTOP, PHONE, OpenConsole
 from tests.console.pages import create_project, create_thread, messages, send, unique
+from tests.console.suite_runs import store_history
 from tests.model_servers import FakeModel
 
 AXE = Path(__file__).parent / "vendor" / "axe.min.js"
@@ -74,6 +76,28 @@ def test_axe_signin_and_both_consoles_have_no_serious_violations(
             page.get_by_role("button", name="Back to the threads").click()
             page.get_by_role("tab", name="Trail").click()
             found[f"{listener} trail"] = violations(page)
+    assert found == {name: [] for name in found}
+
+
+@pytest.mark.parametrize(("viewport", "dark"), VIEWS)
+def test_axe_test_runs_have_no_serious_violations(
+    open_console: OpenConsole, tester_api: LiveApi, viewport: dict[str, int], dark: bool
+) -> None:
+    """The tester Console's test runs: the list; a run compared with a baseline (regressed,
+    fixed, new); a run with failures and thread links on screen, a further failure opened."""
+    history = store_history(tester_api)
+    page = open_console("tester", viewport=viewport, dark=dark)
+    page.get_by_role("link", name="Test runs").click()
+    run = page.locator(f'.test-run-choice[data-id="{history.second["id"]}"]')
+    expect(run).to_be_visible()
+    found = {"runs": violations(page)}
+    run.click()
+    expect(page.locator(".change")).to_have_count(3)
+    found["compared run"] = violations(page)
+    page.get_by_role("link", name=f"run {history.first['id']}", exact=True).click()
+    page.get_by_text("1 more failure").click()
+    expect(page.locator(".failure")).to_have_count(2)
+    found["run"] = violations(page)
     assert found == {name: [] for name in found}
 
 

@@ -60,3 +60,24 @@ def test_trail_folds_claim_rows_names_threads_and_labels_console_sends(
     link.click()
     expect(page.get_by_role("heading", name=name)).to_be_visible()
     expect(messages(page).locator(".body").get_by_text(body, exact=True)).to_have_count(1)
+
+
+def test_trail_link_opens_thread_in_its_own_project(open_console: OpenConsole) -> None:
+    """A row's link names the thread alone (`#thread=ID`): followed while another project is
+    chosen, it opens the thread in its own project, the list and the address with it."""
+    page = open_console("tester")
+    home = unique("home")
+    create_project(page, home)
+    name = unique("named")
+    create_thread(page, name)
+    body = unique("a turn")
+    send(page, body)
+    create_project(page, unique("away"))
+
+    trail(page).locator(".trail-row", has_text=body).get_by_role("link", name=name).click()
+    expect(page.get_by_role("heading", name=name)).to_be_visible()
+    projects = page.get_by_role("list", name="Projects", exact=True)
+    expect(projects.get_by_role("button", name=home)).to_have_attribute("aria-current", "true")
+    current = page.get_by_role("list", name="Your threads").get_by_role("button", name=name)
+    expect(current).to_have_attribute("aria-current", "true")
+    expect(page).to_have_url(re.compile(r"#project=\d+&thread=\d+$"))

@@ -1,0 +1,264 @@
+// Test runs, on the tester's Console only: the stored history of conversation-test runs
+// (`GET /api/suite-runs`, newest first, paged with `before`) and one run's cases
+// (`GET /api/suite-runs/ID`) with their verdicts, k/N, change against the baseline, failures
+// and threads. The human listener has none of these routes; its page has no such view and never
+// asks for them (`hasTestRuns`).
+//
+// Everything a run or a case carries is shown as text (`textContent`): names, expected and
+// actual are what a runner or a model wrote, never markup for this page.
+
+import { get, query } from "./api.js";
+import { checkConnection, onReconnect } from "./connection.js";
+import { $, element, say, timeOf } from "./page.js";
+
+const PAGE_SIZE = 50;
+// In the order the runner reports them; each has its colour (console.css, `data-verdict`).
+const VERDICTS = ["pass", "flaky", "fail", "error"];
+// A case's failures shown at once; the rest are drawn when their disclosure is opened, so a
+// run of many failing cases stays a page of bounded size.
+const FAILURES_SHOWN = 1;
+
+// Bumped on every change of what the pane shows, so an answer for another view is dropped.
+let generation = 0;
+// What the pane shows: `{ runId }` (null: the list of runs), or null when it is hidden; and
+// whether it failed to load for want of a connection (loaded again when it returns).
+let shown = null;
+let failed = false;
+
+function failedToLoad(node, error) {
+  say(node, error.message, "error");
+  if (error.status === 0 || error.code === "unavailable") {
+    failed = true;
+    checkConnection();
+  }
+}
+
+const plural = (count, one, many = `${one}s`) => `${count} ${count === 1 ? one : many}`;
+
+// Spans laid out apart still read as one word unless text parts them: a space between each,
+// which the layout (flex, grid) ignores and a screen reader (and a link's name) keeps.
+function spaced(parent, parts) {
+  parts.forEach((part, index) => parent.append(...(index ? [" ", part] : [part])));
+  return parent;
+}
+
+// "3 pass 1 fail regressed 1": the verdicts a run holds, each in its colour, and its
+// regressions set apart when there are any.
+function counts(run) {
+  const parts = [];
+  for (const verdict of VERDICTS) {
+    if (!run.counts[verdict]) continue;
+    const count = element("span", "count", `${run.counts[verdict]} ${verdict}`);
+    count.dataset.verdict = verdict;
+    parts.push(count);
+  }
+  if (!parts.length) parts.push(element("span", "count", "no cases"));
+  if (run.counts.regressed > 0) parts.push(element("span", "regressed", `regressed ${run.counts.regressed}`));
+  return spaced(element("span", "test-run-counts"), parts);
+}
+
+function suitesOf(run) {
+  const suites = element("span", "test-run-suites", run.suites.join(", "));
+  suites.dir = "auto";
+  return suites;
+}
+
+function runWhen(run) {
+  const when = element("span", "test-run-when");
+  when.append(timeOf(run.started_at, { withDate: true }));
+  if (run.ended_at === null) when.append(" · ", element("span", "test-run-running", "running"));
+  return when;
+}
+
+// --- the list of runs ------------------------------------------------------------------------
+
+function runItem(run) {
+  const link = element("a", "test-run-choice");
+  link.href = `#run=${run.id}`;
+  link.dataset.id = run.id;
+  spaced(link, [element("span", "test-run-name", `Run ${run.id}`), suitesOf(run), runWhen(run), counts(run)]);
+  const item = element("li");
+  item.append(link);
+  return item;
+}
+
+function showRunList(runs, { older = false } = {}) {
+  const list = $("runs");
+  if (!older) list.replaceChildren();
+  list.append(...runs.map(runItem));
+  $("runs-older").hidden = runs.length < PAGE_SIZE;
+  const empty = "No test runs yet. Each run of manage.py testassistant is kept here.";
+  say($("runs-state"), list.childElementCount ? "" : empty);
+}
+
+async function loadRuns(mine) {
+  say($("runs-state"), "Loading test runs…");
+  try {
+    const { runs } = await get(query("/api/suite-runs", { limit: PAGE_SIZE }));
+    if (mine === generation) showRunList(runs);
+  } catch (error) {
+    if (mine === generation) failedToLoad($("runs-state"), error);
+  }
+}
+
+export async function loadOlderRuns() {
+  const mine = generation;
+  const ids = [...$("runs").querySelectorAll("a[data-id]")].map((link) => Number(link.dataset.id));
+  if (!ids.length) return;
+  try {
+    const { runs } = await get(query("/api/suite-runs", { before: Math.min(...ids), limit: PAGE_SIZE }));
+    if (mine === generation) showRunList(runs, { older: true });
+  } catch (error) {
+    if (mine === generation) say($("runs-state"), error.message, "error");
+  }
+}
+
+// --- one run ---------------------------------------------------------------------------------
+
+// A thread of a case: a link the Console follows to the thread in its own project, archived
+// or not (the runner archives the threads of passed repeats).
+function threadLink(id) {
+  const link = element("a", "case-thread", `thread ${id}`);
+  link.href = `#thread=${id}`;
+  return link;
+}
+
+// A block of text as sent: kept whole and scrollable, reachable by keyboard to scroll it.
+function textBlock(className, value) {
+  const block = element("pre", className, value);
+  block.dir = "auto";
+  block.tabIndex = 0;
+  return block;
+}
+
+function failureItem(failure) {
+  const item = element("li", "failure");
+  const where = failure.turn === null ? "the conversation" : `turn ${failure.turn}`;
+  item.append(element("p", "failure-where", `Repeat ${failure.repeat} · ${where}`));
+  const facts = element("dl");
+  const fact = (label, value, kind) => {
+    const detail = element("dd");
+    detail.append(textBlock(`failure-text ${kind}`, value));
+    facts.append(element("dt", "", label), detail);
+  };
+  if (failure.sent !== null) fact("Sent", failure.sent, "sent");
+  fact("Expected", failure.expected, "expected");
+  fact("Actual", failure.actual, "actual");
+  item.append(facts);
+  return item;
+}
+
+function failuresOf(failures) {
+  const list = element("ol", "failures");
+  list.append(...failures.slice(0, FAILURES_SHOWN).map(failureItem));
+  const rest = failures.slice(FAILURES_SHOWN);
+  if (!rest.length) return [list];
+  const more = element("details", "more-failures");
+  more.append(element("summary", "", rest.length === 1 ? "1 more failure" : `${rest.length} more failures`));
+  more.addEventListener("toggle", () => {
+    if (more.open && !more.querySelector("ol")) {
+      const others = element("ol", "failures");
+      others.start = FAILURES_SHOWN + 1;
+      others.append(...rest.map(failureItem));
+      more.append(others);
+    }
+  });
+  return [list, more];
+}
+
+function caseItem(found, compared) {
+  const item = element("li", "case");
+  item.dataset.verdict = found.verdict;
+  const head = element("div", "case-head");
+  const name = element("span", "case-name", `${found.suite} · ${found.case}`);
+  name.dir = "auto";
+  const verdict = element("span", "verdict", found.verdict);
+  verdict.dataset.verdict = found.verdict;
+  const tally = element("span", "tally", `${found.passed_runs}/${found.runs}`);
+  tally.title = `${found.passed_runs} of ${plural(found.runs, "repeat")} passed`;
+  tally.append(element("span", "visually-hidden", " repeats passed"));
+  const parts = [name, verdict, tally];
+  // A change says something only against a baseline; without one every case is "new".
+  if (compared) {
+    const change = element("span", "change", found.change);
+    change.dataset.change = found.change;
+    parts.push(change);
+  }
+  spaced(head, parts);
+  const meta = element("div", "case-meta");
+  if (found.instance) {
+    const instance = element("span", "case-instance", found.instance);
+    instance.dir = "auto";
+    meta.append("on ", instance);
+  }
+  if (found.threads.length) {
+    if (found.instance) meta.append(" · ");
+    meta.append(found.threads.length === 1 ? "in " : "in threads ");
+    found.threads.forEach((id, index) => meta.append(...(index ? [", "] : []), threadLink(id)));
+  }
+  item.append(head);
+  if (meta.childNodes.length) item.append(meta);
+  if (found.failures.length) item.append(...failuresOf(found.failures));
+  return item;
+}
+
+function showRun(run, cases) {
+  $("test-run-title").textContent = `Run ${run.id}`;
+  const facts = $("test-run-facts");
+  facts.replaceChildren(suitesOf(run), " · started ", timeOf(run.started_at, { withDate: true }), " · ");
+  if (run.ended_at === null) facts.append(element("span", "test-run-running", "running"));
+  else facts.append("ended ", timeOf(run.ended_at, { withDate: true }));
+  facts.append(" · ");
+  if (run.baseline === null) facts.append("no baseline");
+  else {
+    const baseline = element("a", "", `run ${run.baseline}`);
+    baseline.href = `#run=${run.baseline}`;
+    facts.append("compared with ", baseline);
+  }
+  $("test-run-counts").replaceChildren(counts(run));
+  $("test-run-cases").replaceChildren(...cases.map((found) => caseItem(found, run.baseline !== null)));
+  say($("test-run-state"), cases.length ? "" : "No cases recorded in this run.");
+}
+
+async function loadRun(id, mine) {
+  $("test-run-title").textContent = `Run ${id}`;
+  $("test-run-facts").replaceChildren();
+  $("test-run-counts").replaceChildren();
+  $("test-run-cases").replaceChildren();
+  say($("test-run-state"), "Loading the run…");
+  try {
+    const { run, cases } = await get(`/api/suite-runs/${id}`);
+    if (mine === generation) showRun(run, cases);
+  } catch (error) {
+    if (mine === generation) failedToLoad($("test-run-state"), error);
+  }
+}
+
+// --- the view --------------------------------------------------------------------------------
+
+// Shows the list of runs (`runId` null) or one run, loaded afresh: a run may have been stored,
+// or one ended, since it was last shown.
+export function showRuns(runId) {
+  generation += 1;
+  shown = { runId };
+  failed = false;
+  $("runs-link").setAttribute("aria-current", "page");
+  $("runs-list").hidden = runId !== null;
+  $("test-run").hidden = runId === null;
+  return runId === null ? loadRuns(generation) : loadRun(runId, generation);
+}
+
+export function hideRuns() {
+  generation += 1;
+  shown = null;
+  $("runs-link").removeAttribute("aria-current");
+}
+
+// Where the keyboard goes once a run or the list is shown: its heading.
+export function focusRuns(runId) {
+  $(runId === null ? "runs-heading" : "test-run-title").focus();
+}
+
+onReconnect(() => {
+  if (failed && shown !== null) showRuns(shown.runId);
+});

@@ -1,0 +1,214 @@
+"""Test runs in the tester Console: the stored history of conversation-test runs (the tester
+listener's `/api/suite-runs`), its runs with their counts, a run's cases with verdict, k/N,
+change against the baseline and failures shown as text, and each case's threads opened in the
+Console, archived or not. The human Console has no such view and never asks for it."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from playwright.sync_api import Locator, Page, Request, expect
+
+from tests.console.api import LiveApi
+from tests.console.conftest import PHONE, OpenConsole
+from tests.console.pages import create_project, messages, unique
+from tests.console.server import LiveServer
+from tests.console.suite_runs import HOSTILE, History, store_history, store_run
+from tests.console.test_phone import small_targets
+
+
+@pytest.fixture
+def history(tester_api: LiveApi) -> History:
+    return store_history(tester_api)
+
+
+def run_entry(page: Page, run: dict[str, Any]) -> Locator:
+    return page.get_by_role("list", name="Test runs").get_by_role("link", name=f"Run {run['id']} ")
+
+
+def at(project: int, thread: dict[str, Any]) -> re.Pattern[str]:
+    """The Console's address of a thread in its project."""
+    return re.compile(rf"/#project={project}&thread={thread['id']}$")
+
+
+def case_item(page: Page, suite: str, name: str) -> Locator:
+    return page.locator(".case").filter(has_text=f"{suite} · {name}")
+
+
+def test_tester_console_lists_runs_with_counts_and_regressions(
+    open_console: OpenConsole, history: History
+) -> None:
+    """The header's "Test runs" opens the list, newest first: each run's suites and counts in
+    their verdicts' colours, and "regressed N" when a run regressed."""
+    page = open_console("tester")
+    page.get_by_role("link", name="Test runs").click()
+    expect(page.get_by_role("heading", name="Test runs")).to_be_visible()
+    expect(page.locator("#thread-pane")).to_be_hidden()
+    assert page.evaluate("location.hash") == "#runs"
+
+    second, first = run_entry(page, history.second), run_entry(page, history.first)
+    expect(second).to_contain_text(history.suite)
+    expect(second.locator(".count")).to_have_text(["2 pass", "1 fail"])
+    expect(second.locator('.count[data-verdict="fail"]')).to_have_css("color", "rgb(179, 38, 30)")
+    expect(second.locator(".regressed")).to_have_text("regressed 1")
+    expect(first.locator(".count")).to_have_text(["1 pass", "1 fail"])
+    expect(first.locator(".regressed")).to_have_count(0)
+    ids = page.locator(".test-run-choice").evaluate_all("links => links.map((a) => +a.dataset.id)")
+    assert ids.index(history.second["id"]) < ids.index(history.first["id"])
+
+
+def test_run_shows_cases_with_verdict_tally_and_change(
+    open_console: OpenConsole, history: History
+) -> None:
+    """A run compared with a baseline shows each case's verdict, k/N and change (regressed,
+    fixed, new); a run without one shows no change at all."""
+    page = open_console("tester")
+    page.get_by_role("link", name="Test runs").click()
+    run_entry(page, history.second).click()
+    expect(page.get_by_role("heading", name=f"Run {history.second['id']}")).to_be_visible()
+    expect(page.locator("#test-run-facts")).to_contain_text(
+        f"compared with run {history.first['id']}"
+    )
+
+    greets = case_item(page, history.suite, "greets")
+    expect(greets.locator(".verdict")).to_have_text("fail")
+    expect(greets.locator(".tally")).to_contain_text("1/3")
+    expect(greets.locator(".change")).to_have_text("regressed")
+    expect(greets.locator(".failure-where")).to_have_text("Repeat 1 · the conversation")
+    refuses = case_item(page, history.suite, "refuses")
+    expect(refuses.locator(".verdict")).to_have_text("pass")
+    expect(refuses.locator(".tally")).to_contain_text("2/2")
+    expect(refuses.locator(".change")).to_have_text("fixed")
+    expect(case_item(page, history.suite, "remembers").locator(".change")).to_have_text("new")
+
+    page.get_by_role("link", name=f"run {history.first['id']}", exact=True).click()
+    expect(page.get_by_role("heading", name=f"Run {history.first['id']}")).to_be_visible()
+    expect(page.locator("#test-run-facts")).to_contain_text("no baseline")
+    expect(page.locator(".case")).to_have_count(2)
+    expect(page.locator(".case .change")).to_have_count(0)
+    page.go_back()
+    expect(page.get_by_role("heading", name=f"Run {history.second['id']}")).to_be_visible()
+
+
+def test_failure_expected_and_actual_show_as_text(
+    open_console: OpenConsole, history: History, console_server: LiveServer
+) -> None:
+    """A failure's expected and actual are the runner's text, never markup: `<b>` shows as
+    written and makes no element. A case's further failures open from a disclosure."""
+    page = open_console("tester")
+    page.goto(f"{console_server.tester_url}/#run={history.first['id']}")
+    refuses = case_item(page, history.suite, "refuses")
+    expect(refuses.locator(".failure-where").first).to_have_text("Repeat 1 · turn 1")
+    expect(refuses.locator(".failure-text.expected").first).to_have_text('contains "No task"')
+    expect(refuses.locator(".failure-text.actual").first).to_have_text(HOSTILE)
+    expect(refuses.locator(".failure-text b, .failure-text img")).to_have_count(0)
+
+    refuses.get_by_text("1 more failure").click()
+    expect(refuses.locator(".failure-text.actual")).to_have_text([HOSTILE, "Created task"])
+
+
+def test_case_thread_link_opens_archived_thread_in_its_project(
+    open_console: OpenConsole, history: History
+) -> None:
+    """A case's thread link opens that thread in the Console: its project chosen, the list
+    showing archived threads (the runner archived it), the address its place; Back returns to
+    the run."""
+    page = open_console("tester")
+    # Another project is chosen, so the thread's own is not.
+    create_project(page, unique("elsewhere"))
+    page.get_by_role("link", name="Test runs").click()
+    run_entry(page, history.first).click()
+    greets = case_item(page, history.suite, "greets")
+    greets.get_by_role("link", name=f"thread {history.passed_thread['id']}").click()
+
+    expect(page.get_by_role("heading", name=history.passed_thread["name"])).to_be_visible()
+    expect(messages(page).locator('[data-from="tester"]')).to_have_count(1)
+    expect(page.get_by_label("Show archived threads")).to_be_checked()
+    expect(page.get_by_role("button", name="Unarchive")).to_be_visible()
+    project = page.get_by_role("list", name="Projects", exact=True).locator('[aria-current="true"]')
+    expect(project).to_have_attribute("data-id", str(history.project))
+    expect(page).to_have_url(at(history.project, history.passed_thread))
+
+    page.go_back()
+    expect(page.get_by_role("heading", name=f"Run {history.first['id']}")).to_be_visible()
+
+
+def test_thread_alone_in_address_opens_it_on_load(
+    open_console: OpenConsole, history: History, console_server: LiveServer
+) -> None:
+    """`#thread=ID` alone, as a link names it, opens the thread in its own project on load too,
+    current or archived."""
+    page = open_console("tester")
+    for thread in (history.failed_thread, history.passed_thread):
+        page.goto(f"{console_server.tester_url}/#thread={thread['id']}")
+        page.reload()
+        expect(page.get_by_role("heading", name=thread["name"])).to_be_visible()
+        expect(page.get_by_label("Show archived threads")).to_be_checked(
+            checked=thread is history.passed_thread
+        )
+        expect(page).to_have_url(at(history.project, thread))
+
+
+def test_older_runs_are_paged(open_console: OpenConsole, tester_api: LiveApi) -> None:
+    """The list shows a page of runs; "Show older runs" adds the ones before it."""
+    suite = unique("paged")
+    runs = [store_run(tester_api, [suite], []) for _ in range(51)]
+    page = open_console("tester")
+    page.get_by_role("link", name="Test runs").click()
+    expect(run_entry(page, runs[-1])).to_be_visible()
+    expect(run_entry(page, runs[1])).to_be_visible()
+    expect(run_entry(page, runs[0])).to_have_count(0)
+    page.get_by_role("button", name="Show older runs").click()
+    expect(run_entry(page, runs[0])).to_be_visible()
+    expect(run_entry(page, runs[0])).to_contain_text("no cases")
+
+
+def test_phone_test_runs_fill_the_screen_with_tap_targets(
+    open_console: OpenConsole, history: History
+) -> None:
+    """On a phone the runs and a run fill the screen, every control a tap target, and
+    "‹ Threads" goes back to the list."""
+    page = open_console("tester", viewport=PHONE)
+    page.get_by_role("link", name="Test runs").click()
+    expect(run_entry(page, history.second)).to_be_visible()
+    expect(page.locator("#sidebar")).to_be_hidden()
+    expect(page.get_by_role("tab", name="Trail")).to_be_hidden()
+    assert small_targets(page) == []
+    run_entry(page, history.second).click()
+    expect(case_item(page, history.suite, "greets")).to_be_visible()
+    assert small_targets(page) == []
+    page.get_by_role("button", name="Back to the threads").click()
+    expect(page.locator("#sidebar")).to_be_visible()
+    expect(page.locator("#runs-pane")).to_be_hidden()
+
+
+def test_human_console_has_no_test_runs_and_asks_for_none(
+    open_console: OpenConsole, console_server: LiveServer, history: History
+) -> None:
+    """The runs are the tester listener's alone: the human Console has no control for them,
+    ignores `#runs` and `#run=ID`, and never requests `/api/suite-runs`."""
+    asked: list[str] = []
+
+    def record(request: Request) -> None:
+        asked.append(request.url)
+
+    human = open_console("human")
+    human.on("request", record)
+    for place in ("#runs", f"#run={history.second['id']}"):
+        human.goto(f"{console_server.human_url}/{place}")
+        human.reload()
+        expect(human.locator("#trail-status")).to_have_text("live")
+        expect(human.get_by_role("link", name="Test runs")).to_have_count(0)
+        expect(human.locator("#runs-pane")).to_have_count(0)
+        expect(human.get_by_role("heading", name="Your threads")).to_be_visible()
+    assert asked, "no request was recorded"
+    assert [url for url in asked if "/api/suite-runs" in url] == []
+
+    # The same recording sees the tester's page ask for them.
+    tester = open_console("tester")
+    tester.on("request", record)
+    tester.get_by_role("link", name="Test runs").click()
+    expect(run_entry(tester, history.second)).to_be_visible()
+    assert any("/api/suite-runs" in url for url in asked)
