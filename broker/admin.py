@@ -66,8 +66,15 @@ BODY_PREVIEW = 80
 END_INSTANCE_PERMISSION = "broker.change_instance"
 
 
-def preview(text: str) -> str:
-    return Truncator(text).chars(BODY_PREVIEW)
+def preview(text: str) -> SafeString:
+    """A list's view of a long text: its first line, cut to BODY_PREVIEW characters and marked
+    "…" when anything is left out, in a box the list's stylesheet gives a readable width
+    (`wrapping.html`); the record's own page shows all of it."""
+    first, _, rest = text.strip().partition("\n")
+    shown = Truncator(first).chars(BODY_PREVIEW)
+    if rest.strip() and not shown.endswith("…"):
+        shown = f"{shown} …"
+    return format_html('<span class="preview" title="{}">{}</span>', shown, shown)
 
 
 # --- read-only bases ---------------------------------------------------------------------
@@ -98,6 +105,8 @@ class ReadOnlyThreadInline(AnyThreadInline):
     extra = 0
     can_delete = False
     ordering = ("id",)
+    # Scrolls inside its own box when wider than the page.
+    template = "admin/broker/edit_inline/scrolling_tabular.html"
 
     def has_add_permission(self, request: HttpRequest, obj: Thread | None = None) -> bool:
         return False
@@ -506,9 +515,10 @@ class MessageAdmin(ReadOnlyAdmin):
         "from_role",
         "from_run",
         "to_role",
+        # The body, read most, before the columns that scroll.
+        "body_preview",
         "message_class",
         "via",
-        "body_preview",
         "in_reply_to_id",
         "reply",
         "model",
@@ -565,16 +575,17 @@ class EventAdmin(ReadOnlyAdmin):
 
 @admin.register(TrailRow)
 class TrailRowAdmin(ReadOnlyAdmin):
-    # The actor first, before the text: the issue found it past the page's right edge.
+    # The actor and the text first: the issue found the actor past the page's right edge, and
+    # the text, read most, is on screen before the columns that scroll.
     list_display = (
         "id",
         "at",
         "actor",
+        "text_preview",
         "kind",
         "thread",
         "thread_name",
         "via",
-        "text_preview",
         "business",
     )
     list_filter = (

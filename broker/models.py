@@ -410,7 +410,8 @@ class TurnProgress(models.Model):
     retry_at = models.DateTimeField(null=True, blank=True)
     # Why the turn failed or is retrying, for people.
     failure = models.CharField(max_length=300, blank=True, default="")
-    # The reply so far while `working` (never a record: the RESULT is).
+    # The reply so far while `working`, and what it had written when a stop ended it (`stopped`:
+    # the turn's `partial`). Never a record: the RESULT is.
     draft = models.TextField(blank=True, default="")
     updated_at = models.DateTimeField(auto_now=True)
 

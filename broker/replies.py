@@ -104,13 +104,18 @@ def do_move(
 def do_stop(turns: Iterable[tuple[int, int]]) -> None:
     """Stop owed turns, given as (turn id, thread id): no reply will ever land for them.
 
+    A turn stopped while `working` keeps its draft, the text it had streamed (SPEC §7.1): its
+    owner still sees what was written, as the turn's `partial`, never as a RESULT. Only a
+    working turn has a draft (every other move clears it), and `do_draft` writes to working
+    turns only, so a run still streaming after the stop changes nothing.
+
     Precondition: the stream lock is held, and the claims on their threads were ended in the
     same transaction (`actions.stop_assistant`, `actions.end_instance`).
     """
     now = timezone.now()
     turns = list(turns)
     ids = [turn_id for turn_id, _ in turns]
-    stopped = {"state": ReplyState.STOPPED, "retry_at": None, "draft": "", "updated_at": now}
+    stopped = {"state": ReplyState.STOPPED, "retry_at": None, "updated_at": now}
     TurnProgress.objects.filter(message_id__in=ids, state__in=OWED).update(**stopped)
     with_rows = set(TurnProgress.objects.filter(message_id__in=ids).values_list("pk", flat=True))
     TurnProgress.objects.bulk_create(

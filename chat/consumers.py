@@ -426,6 +426,13 @@ class ThreadConsumer(StreamConsumer):
                         "state": reply.state,
                         "retry_at": retry_at,
                         "failure": reply.failure or None,
+                        # A stopped turn says what its reply had written (the message shape's
+                        # `partial`), so the page keeps it without a read.
+                        **(
+                            {"partial": reply.draft or None}
+                            if reply.state == ReplyState.STOPPED
+                            else {}
+                        ),
                     }
                 )
             )

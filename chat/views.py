@@ -8,13 +8,17 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib import admin
-from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
-from django.shortcuts import render
+from django.db import DatabaseError
+from django.http import HttpRequest, HttpResponseBase, JsonResponse
+from django.shortcuts import redirect, render
 from django.views.decorators.csrf import ensure_csrf_cookie
 from rest_framework.exceptions import Throttled
 
 from broker import refusals
+from broker.access import access_human_actor
+from broker.refusals import Refusal
 from chat.errors import METHOD_NOT_ALLOWED, error_response, retry_after
+from chat.gates import proxy_username
 from chat.sign_in_throttle import address_of, check_sign_in_allowed
 
 PAGE_METHODS = ("GET", "HEAD")
@@ -66,13 +70,43 @@ def page(view: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBas
     return read_only
 
 
+def human_visitor(request: HttpRequest) -> str:
+    """Who opens the human Console: `human` (the business's human, or a user the trusted proxy
+    names: the API decides about them), `nobody` (no session), `other` (signed in, but not the
+    human of a business: staff), or `unknown` when the database cannot say.
+
+    Only what the page shows depends on it; the API and the sockets decide for themselves.
+    """
+    if proxy_username(getattr(request, "scope", None)) is not None:
+        return "human"
+    try:
+        user = request.user
+        if not user.is_authenticated:
+            return "nobody"
+        access_human_actor(username=user.get_username())
+    except Refusal:
+        return "other"
+    except DatabaseError:
+        # The Console page needs no database (the fault tests): it loads, and says so itself.
+        return "unknown"
+    return "human"
+
+
 @page
 @ensure_csrf_cookie
-def console(request: HttpRequest) -> HttpResponse:
-    """The Console page of the listener it is served on; its data comes from the chat API."""
+def console(request: HttpRequest) -> HttpResponseBase:
+    """The Console page of the listener it is served on; its data comes from the chat API.
+
+    On the human listener a first visit without a session goes to the sign-in form (the
+    address's `#…` goes with it, and comes back after signing in); a signed-in user who is not
+    the business's human (staff) gets the page saying whose Console it is."""
     listener = getattr(request, "listener", "human")
+    visitor = "tester" if listener == "tester" else human_visitor(request)
+    if visitor == "nobody":
+        return redirect("signin")
     context = {
         "listener": listener,
+        "visitor": visitor,
         "send_enabled": settings.MOSAIC_CONSOLE_SEND,
         # The fields' limits come from the broker's settings, never written again in a template.
         "name_max": settings.MOSAIC_NAME_MAX,

@@ -25,6 +25,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from broker import refusals
 from chat.errors import STATUS, body, close_code
+from mosaic.access_log import one_line_each
 
 if TYPE_CHECKING:
     from mosaic.handler import Workers
@@ -298,7 +299,7 @@ def build_human_application(django_http: ASGIApp) -> ASGIApp:
 
     from chat.gates import proxy_user_sockets
 
-    return delivering_pushes(
+    listener = delivering_pushes(
         refuse_tester_header(
             ProtocolTypeRouter(
                 {
@@ -316,6 +317,7 @@ def build_human_application(django_http: ASGIApp) -> ASGIApp:
             )
         )
     )
+    return one_line_each(listener)
 
 
 def http_handler(workers: Workers) -> ASGIApp:
@@ -340,7 +342,7 @@ def build_tester_application(django_http: ASGIApp) -> ASGIApp:
     """The tester listener: L8 first, then HTTP and WebSockets (L7); no session is read."""
     from channels.routing import ProtocolTypeRouter
 
-    return delivering_pushes(
+    listener = delivering_pushes(
         tester_host_only(
             ProtocolTypeRouter(
                 {
@@ -355,3 +357,4 @@ def build_tester_application(django_http: ASGIApp) -> ASGIApp:
             )
         )
     )
+    return one_line_each(listener)

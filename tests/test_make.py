@@ -33,6 +33,39 @@ def planned(target: str) -> list[str]:
     return [line.strip() for line in result.stdout.splitlines()]
 
 
+def planned_from_scratch(target: str) -> list[str]:
+    """The commands `make <target>` would run on a fresh clone (`-B`: every stamp out of date)."""
+    result = subprocess.run(
+        ["make", "--no-print-directory", "-n", "-B", target],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return [line.strip() for line in result.stdout.splitlines()]
+
+
+def installs(commands: list[str]) -> list[str]:
+    """The requirement files the commands install into the project's virtualenv."""
+    return [
+        word
+        for line in commands
+        if line.startswith(".venv/bin/python -m pip install")
+        for word in re.findall(r"-r (\S+)", line)
+    ]
+
+
+def test_make_run_installs_the_runtime_set_only() -> None:
+    """Issue 25: `make run` installs requirements.txt; the dev set is `make test`'s."""
+    assert installs(planned_from_scratch("run")) == ["requirements.txt"]
+
+
+def test_make_test_installs_the_dev_set() -> None:
+    """The dev set includes the runtime set, so `make test` installs it alone."""
+    assert "requirements-dev.txt" in installs(planned_from_scratch("test"))
+
+
 def test_check_code_target_runs_makemigrations_check() -> None:
     """`make test` fails when a model change has no migration (`check-code` runs the check)."""
     assert ".venv/bin/python manage.py makemigrations --check --dry-run" in planned("check-code")

@@ -36,6 +36,9 @@ PROMPT_OVERHEAD_TOKENS = 32
 MIN_TURN_TOKENS = 64
 # An unanswered turn (stopped, failed) is followed by this, so the roles still alternate.
 NO_REPLY = "[No reply to this message.]"
+# A turn stopped mid-reply: what the reply had written, then this, so the model knows it was cut
+# there by its user and can continue it when asked (docs/decisions.md).
+STOPPED_NOTE = "[The user stopped this reply here.]"
 # The system prompt lists the thread's notices (R17) under this line.
 NOTICES_HEADING = (
     "Notices the service posted to the user in this thread, oldest first "
@@ -175,14 +178,18 @@ def trimmed(text: str, *, max_tokens: int) -> str:
 
 @dataclass(frozen=True)
 class _Exchange:
-    """An earlier turn and its reply; `reply` is None for a turn that got none."""
+    """An earlier turn and its reply; `reply` is None for a turn that got none, and `partial`
+    what its reply had written when a stop ended it."""
 
     turn: str
     reply: str | None
+    partial: str | None = None
 
     @property
     def reply_text(self) -> str:
-        return NO_REPLY if self.reply is None else self.reply
+        if self.reply is not None:
+            return self.reply
+        return f"{self.partial}\n\n{STOPPED_NOTE}" if self.partial else NO_REPLY
 
     @property
     def tokens(self) -> int:
@@ -210,26 +217,27 @@ def _fold(history: Sequence[Entry]) -> list[_Exchange | _Notice]:
     Each turn becomes an exchange with the reply that follows it in the transcript, or with no
     reply when the next entry is another turn (it was stopped or failed): the prompt then puts a
     short placeholder where the reply would be rather than merge the turns, so the model does
-    not take a turn its user stopped for part of the question it answers now. A reply whose
+    not take a turn its user stopped for part of the question it answers now. A turn stopped
+    mid-reply puts what its reply had written there instead, marked as stopped. A reply whose
     turn fell out of the history window has nothing to pair with and is left out. MESSAGE
     entries (a run's messages to other roles on the bus) are not part of the conversation with
     the thread's owner and are left out.
     """
     units: list[_Exchange | _Notice] = []
-    waiting: str | None = None
+    waiting: Entry | None = None
     for entry in history:
         if entry.message_class == MessageClass.REQUEST:
             if waiting is not None:
-                units.append(_Exchange(turn=waiting, reply=None))
-            waiting = entry.body
+                units.append(_Exchange(turn=waiting.body, reply=None, partial=waiting.partial))
+            waiting = entry
         elif entry.message_class == MessageClass.RESULT:
             if waiting is not None:
-                units.append(_Exchange(turn=waiting, reply=entry.body))
+                units.append(_Exchange(turn=waiting.body, reply=entry.body))
                 waiting = None
         elif entry.message_class == MessageClass.NOTICE:
             units.append(_Notice(body=entry.body))
     if waiting is not None:
-        units.append(_Exchange(turn=waiting, reply=None))
+        units.append(_Exchange(turn=waiting.body, reply=None, partial=waiting.partial))
     return units
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from django.db.models import Q
 from django.db.models.functions import Coalesce
 
-from broker.models import TESTER, Message, MessageClass
+from broker.models import TESTER, Message, MessageClass, ReplyState
 
 # SPEC §7: a tester turn's prompt begins with this line, whichever backend answers it.
 TESTER_LINE = "This message is from a tester running a product test; it authorizes nothing."
@@ -25,6 +25,8 @@ class Entry:
     to_role: str
     message_class: str
     body: str
+    # What the reply had written when a stop ended this turn (SPEC §7.1); None for any other.
+    partial: str | None = None
 
     @property
     def is_turn(self) -> bool:
@@ -74,11 +76,18 @@ def read_turn(message: Message, *, history_limit: int = HISTORY_LIMIT) -> Turn:
     )
     transcript = earlier.annotate(place=Coalesce("in_reply_to", "pk"))
     newest_first = transcript.order_by("-place", "-pk").values_list(
-        "pk", "from_role", "to_role", "message_class", "body"
+        "pk", "from_role", "to_role", "message_class", "body", "progress__state", "progress__draft"
     )[:history_limit]
     history = tuple(
-        Entry(message_id=pk, from_role=frm, to_role=to, message_class=cls, body=body)
-        for pk, frm, to, cls, body in reversed(list(newest_first))
+        Entry(
+            message_id=pk,
+            from_role=frm,
+            to_role=to,
+            message_class=cls,
+            body=body,
+            partial=(draft or None) if state == ReplyState.STOPPED else None,
+        )
+        for pk, frm, to, cls, body, state, draft in reversed(list(newest_first))
     )
     number = (
         Message.objects.filter(

@@ -162,6 +162,12 @@ class MessageOut(Shape[Message]):
         progress = message.progress_or_none if message.message_class == "REQUEST" else None
         return progress.failure or None if progress is not None else None
 
+    def get_partial(self, message: Message) -> str | None:
+        progress = message.progress_or_none if message.message_class == "REQUEST" else None
+        if progress is None or progress.state != ReplyState.STOPPED:
+            return None
+        return progress.draft or None
+
     def get_usage(self, message: Message) -> dict[str, int | None] | None:
         if message.prompt_tokens is None and message.completion_tokens is None:
             return None
@@ -176,6 +182,10 @@ class MessageOut(Shape[Message]):
         fields["class"] = serializers.ChoiceField(
             source="message_class", choices=["REQUEST", "RESULT", "NOTICE", "MESSAGE"]
         )
+        # What the reply had written when a stop ended it: null unless the turn is `stopped`
+        # with text (SPEC §7.1: kept on the turn's record, never a RESULT). Declared here
+        # because `partial` is a serializer's own attribute (partial updates).
+        fields["partial"] = serializers.SerializerMethodField(method_name="get_partial")
         return fields
 
 

@@ -8,14 +8,19 @@
 //   thread.js      one thread: messages, the reply being written, composer, stop
 //   runstate.js    how each turn's reply is going
 //   markdown.js    replies rendered safely
+//   highlight.js   code blocks in replies highlighted (vendored highlight.js)
 //   drafts.js      the composer's text, per thread
 //   trail.js       the live trail
 //   inbox.js       unread marks, previews, rename and archive
 //   runs.js        test runs: the stored history of conversation-test runs (the tester's only)
 //   place.js       the address and history
+//   follow.js      the thread follows its newest line; "New messages ↓" when scrolled up
+//   stopped.js     a stopped reply's partial text, kept in the thread
+//   threadstate.js the open thread's badge: Archived, Not found, Not yours
 
 import { write } from "./api.js";
-import { checkConnection, onReconnect } from "./connection.js";
+import { checkConnection, onReconnect, onSignedOut } from "./connection.js";
+import { exportThread } from "./export.js";
 import { rename, startRename, toggleArchive } from "./inbox.js";
 import {
   createProject, createThread, findThread, loadOlderThreads, loadProjects, loadThreads, markCurrent,
@@ -24,9 +29,11 @@ import {
 import { $, hasTestRuns, say, state } from "./page.js";
 import { recalled, remember } from "./place.js";
 import { focusRuns, hideRuns, loadOlderRuns, showRuns } from "./runs.js";
+import { startThread } from "./start.js";
+import { showThreadBadge } from "./threadstate.js";
 import {
   closeThread, composerKey, keepDraft, loadOlderMessages, onThreadEvents, openThread, readNewest,
-  send, stop,
+  send, showBlank, stop,
 } from "./thread.js";
 import { loadOlderTrail, startTrail } from "./trail.js";
 
@@ -47,7 +54,49 @@ function forgetThread() {
   closeThread();
   state.threadId = null;
   markCurrent($("threads"), null);
-  $("thread-title").textContent = "No thread open";
+  showBlank();
+}
+
+// "New chat", from anywhere: the empty composer, whose first send starts a thread in the
+// project in view (issue 25).
+function newChat() {
+  moves += 1;
+  forgetThread();
+  showBlank();
+  showView("thread");
+  remember({ push: true });
+  $("composer-body").focus();
+}
+
+// The first send with no thread open: its thread is made, listed and opened, then the send
+// goes there (thread.js).
+async function startChat(body) {
+  const thread = await startThread(body);
+  moves += 1;
+  if (thread.project !== state.projectId) {
+    await loadProjects();
+    await chooseProject(thread.project);
+  } else {
+    $("thread-search").value = "";
+    await loadThreads();
+  }
+  if (!state.threads.has(thread.id)) state.threads.set(thread.id, thread);
+  showView("thread");
+  await openThread(thread.id);
+  remember({ push: true });
+  return thread.id;
+}
+
+// The open thread as a file; what happened is said beside the Export button.
+async function downloadThread(format) {
+  $("thread-export").open = false;
+  say($("actions-notice"), "Exporting…");
+  try {
+    const done = await exportThread(format);
+    if (done) say($("actions-notice"), `Exported ${done.count} messages to ${done.name}.`);
+  } catch (error) {
+    say($("actions-notice"), error.message, "error");
+  }
 }
 
 // Back to the list (the phone's back buttons): a history entry like any other move.
@@ -118,6 +167,7 @@ async function openThreadAt(id, mine) {
 onChoose({ project: pickProject, thread: pickThread });
 onThreadEvents({
   opened: (id) => markCurrent($("threads"), id),
+  start: startChat,
 });
 
 async function signOut() {
@@ -165,6 +215,10 @@ function wire() {
   $("composer-body").addEventListener("input", keepDraft);
   $("stop").addEventListener("click", stop);
   $("back").addEventListener("click", backToList);
+  $("new-chat").addEventListener("click", newChat);
+  $("export-markdown").addEventListener("click", () => downloadThread("markdown"));
+  $("export-json").addEventListener("click", () => downloadThread("json"));
+  onSignedOut(() => { $("new-chat").hidden = true; });
   for (const tab of document.querySelectorAll("[role=tab][data-tab]")) {
     tab.addEventListener("click", () => showTab(tab.dataset.tab));
   }
@@ -172,7 +226,14 @@ function wire() {
   $("rename").addEventListener("click", startRename);
   $("rename-form").addEventListener("submit", rename);
   $("rename-cancel").addEventListener("click", () => { $("rename-form").hidden = true; });
-  $("archive").addEventListener("click", () => toggleArchive(() => {}));
+  $("archive").addEventListener("click", () => toggleArchive(showThreadBadge));
+  // Esc closes the rename form, as Cancel does, and gives the focus back to Rename.
+  $("rename-form").addEventListener("keydown", (event) => {
+    if (event.key !== "Escape" || event.isComposing) return;
+    event.preventDefault();
+    $("rename-form").hidden = true;
+    $("rename").focus();
+  });
   $("show-archived").addEventListener("change", loadThreads);
   if (hasTestRuns) {
     $("runs-older").addEventListener("click", loadOlderRuns);
@@ -223,7 +284,10 @@ async function load() {
 }
 
 function start() {
+  // Signed in, but not the business's human (staff): the page says whose Console it is.
+  if (document.body.dataset.visitor === "other") return;
   wire();
+  showBlank();
   showView("list");
   showTab("threads");
   onReconnect(() => {

@@ -80,14 +80,16 @@ export function showThreadActions(threadId) {
   if (hasInbox(thread)) $("archive").textContent = thread.archived ? "Unarchive" : "Archive";
 }
 
-async function patch(threadId, body, notice) {
+// `notice` is the line beside the button or field that asked (issue 25): an error shows there,
+// and `focus` (the field to correct) takes the focus.
+async function patch(threadId, body, notice, focus) {
   try {
     const { thread } = await write(`/api/chat/threads/${threadId}`, body, undefined, "PATCH");
     changed(thread);
     return thread;
   } catch (error) {
-    say($("composer-notice"), error.message, "error");
-    notice?.focus();
+    say(notice, error.message, "error");
+    focus?.focus();
     return null;
   }
 }
@@ -96,6 +98,7 @@ export function startRename() {
   const thread = state.threads.get(state.threadId);
   if (!thread) return;
   $("rename-form").hidden = false;
+  say($("rename-notice"), "");
   $("rename-name").value = thread.name;
   $("rename-name").focus();
 }
@@ -103,20 +106,21 @@ export function startRename() {
 export async function rename(event) {
   event.preventDefault();
   const threadId = state.threadId;
-  const thread = await patch(threadId, { name: $("rename-name").value }, $("rename-name"));
+  const thread = await patch(threadId, { name: $("rename-name").value }, $("rename-notice"), $("rename-name"));
   if (!thread) return;
   $("rename-form").hidden = true;
+  say($("rename-notice"), "");
   if (state.threadId === threadId) $("thread-title").textContent = thread.name;
-  say($("composer-notice"), `Renamed to ${thread.name}.`);
+  say($("actions-notice"), `Renamed to ${thread.name}.`);
 }
 
 // Archive or unarchive the open thread; an archived thread leaves the list of current ones.
 export async function toggleArchive(afterwards) {
   const current = state.threads.get(state.threadId);
   if (!hasInbox(current)) return;
-  const thread = await patch(current.id, { archived: !current.archived });
+  const thread = await patch(current.id, { archived: !current.archived }, $("actions-notice"));
   if (!thread) return;
-  say($("composer-notice"), thread.archived ? "Archived." : "Back among your current threads.");
+  say($("actions-notice"), thread.archived ? "Archived." : "Back among your current threads.");
   showThreadActions(thread.id);
   afterwards(thread);
 }

@@ -35,10 +35,14 @@ export function say(node, text, kind = "info") {
   node.dataset.kind = kind;
 }
 
-// The time of day, or the date and time (`withDate`); the full date and time on hover.
+const sameDay = (a, b) => a.toDateString() === b.toDateString();
+
+// The time of day for today's times, the date and time for earlier ones (or always,
+// `withDate`); the full date and time on hover.
 export function timeOf(iso, { withDate = false } = {}) {
   const at = new Date(iso);
-  const shown = withDate ? at.toLocaleString([], { dateStyle: "medium", timeStyle: "short" }) : at.toLocaleTimeString();
+  const dated = withDate || !sameDay(at, new Date());
+  const shown = dated ? at.toLocaleString([], { dateStyle: "medium", timeStyle: "short" }) : at.toLocaleTimeString();
   const time = element("time", "", shown);
   time.dateTime = iso;
   time.title = at.toLocaleString();

@@ -33,7 +33,8 @@ function markTurn(turn) {
   mark.replaceChildren();
   mark.dataset.state = turn.state;
   if (turn.state === "stopped") {
-    mark.append(element("span", "", "Stopped: no reply."));
+    // A stop mid-reply keeps what was written (stopped.js): the mark says it was cut short.
+    mark.append(element("span", "", turn.partial ? "Stopped: the reply was cut short." : "Stopped: no reply."));
   } else if (turn.state === "failed") {
     mark.append(element("span", "", `Failed: ${turn.failure ?? "the assistant could not reply."}`));
   } else if (turn.state === "retrying") {
@@ -54,6 +55,7 @@ export function trackTurn(message, item) {
     state: message.reply_state,
     retryAt: message.retry_at ? Date.parse(message.retry_at) : null,
     failure: message.failure ?? null,
+    partial: message.partial ?? null,
     since: Date.parse(message.created_at) || Date.now(),
     item,
     body: message.body,
@@ -63,10 +65,11 @@ export function trackTurn(message, item) {
 }
 
 // A `reply.state` frame, or a RESULT that answers a turn (`answered`).
-export function turnChanged(turnId, { state, retry_at: retryAt, failure }) {
+export function turnChanged(turnId, { state, retry_at: retryAt, failure, partial }) {
   const turn = turns.get(turnId);
   if (!turn) return;
   turn.state = state;
+  turn.partial = partial ?? null;
   turn.retryAt = retryAt ? Date.parse(retryAt) : null;
   turn.failure = failure ?? null;
   markTurn(turn);

@@ -23,7 +23,9 @@ async function signIn(event) {
       body: JSON.stringify({ username: fields.get("username"), password: fields.get("password") }),
     });
     if (answer.ok) {
-      location.assign("/");
+      // Back to the place the Console was asked for: `/` without a session sends its
+      // address here, `#project=…&thread=…` and all.
+      location.assign(`/${location.hash}`);
       return;
     }
     const data = await answer.json().catch(() => ({}));

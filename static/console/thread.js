@@ -4,16 +4,20 @@
 import { ApiError, get, query, write } from "./api.js";
 import { checkConnection, onReconnect, openStream } from "./connection.js";
 import { loadDraft, saveDraft } from "./drafts.js";
-import { plain, rendered } from "./markdown.js";
+import { copyButton, plain, rendered } from "./markdown.js";
 import { markRead, showThreadActions } from "./inbox.js";
 import { $, button, canSend, element, me, newKey, say, state, timeOf } from "./page.js";
 import { rowList } from "./rows.js";
 import { forgetTurns, trackTurn, turnChanged, turnState, whenRetried } from "./runstate.js";
+import { showNewest } from "./follow.js";
+import { showPartial } from "./stopped.js";
+import { showThreadBadge, showUnavailable } from "./threadstate.js";
 
 const PAGE_SIZE = 50;
 
-// Told when a thread was opened, to mark it in the list.
-const listeners = { opened: () => {} };
+// Told when a thread was opened, to mark it in the list; `start(body)` makes the thread a send
+// with no thread open goes to, opens it, and answers its id (set by the page).
+const listeners = { opened: () => {}, start: async () => null };
 export function onThreadEvents(handlers) {
   Object.assign(listeners, handlers);
 }
@@ -47,7 +51,11 @@ function renderMessage(message) {
   meta.append(timeOf(message.created_at));
   if (message.finish_reason === "length") meta.append(" · cut off");
   const markdown = RENDERED_CLASSES.has(message.class);
-  if (markdown) meta.append(" · ", rawToggle(message, item));
+  // The whole answer as written (its markdown), whichever way it is shown.
+  if (markdown) {
+    const copy = copyButton(() => message.body, "Copy the whole answer", "link copy-answer");
+    meta.append(" · ", rawToggle(message, item), " · ", copy);
+  }
   item.append(meta, markdown ? rendered(message.body) : plain(message.body));
   if (message.reply_state) item.append(element("div", "turn-state"));
   return item;
@@ -62,6 +70,7 @@ function showMessagesState() {
 function addMessage(message) {
   if (!messages.add(message)) return;
   trackTurn(message, messages.item(message.id));
+  if (message.partial) showPartial(messages.item(message.id), message.id, message.partial);
   if (message.class === "RESULT" && message.in_reply_to !== null) {
     drafts.get(message.in_reply_to)?.remove();
     drafts.delete(message.in_reply_to);
@@ -94,6 +103,10 @@ function showDraft(turnId, text) {
 function receiveFrame(frame) {
   if (frame.type === "reply.state" && typeof frame.in_reply_to === "number") {
     turnChanged(frame.in_reply_to, frame);
+    // A stopped reply keeps what it had written, in place of its draft (SPEC §7.1).
+    if (frame.state === "stopped" && frame.partial) {
+      showPartial(messages.item(frame.in_reply_to), frame.in_reply_to, String(frame.partial));
+    }
     if (frame.state !== "working") {
       drafts.get(frame.in_reply_to)?.remove();
       drafts.delete(frame.in_reply_to);
@@ -111,7 +124,29 @@ export function closeThread() {
   messages.clear();
   drafts.clear();
   forgetTurns();
+  showThreadBadge(null);
   $("messages-older").hidden = true;
+  $("thread-export").hidden = true;
+  $("thread-export").open = false;
+  say($("actions-notice"), "");
+}
+
+// The draft of a chat not started yet (no thread open) is kept under this key.
+const NEW_CHAT = "new";
+
+// No thread open: the composer is ready, and its first send starts a thread (issue 25).
+export function showBlank() {
+  closeThread();
+  state.threadId = null;
+  $("thread-title").textContent = "New chat";
+  $("thread-actions").hidden = true;
+  $("rename-form").hidden = true;
+  const composer = $("composer-body");
+  composer.disabled = !canSend;
+  composer.value = loadDraft(NEW_CHAT);
+  $("send").disabled = !canSend;
+  say($("composer-notice"), canSend ? "" : "Sending from the Console is turned off on this server.");
+  say($("messages-state"), canSend ? "Type below to start a new chat, or open a thread." : "Open a thread to read it.");
 }
 
 export async function openThread(id) {
@@ -122,6 +157,8 @@ export async function openThread(id) {
   listeners.opened(id);
   $("thread-title").textContent = state.threads.get(id)?.name ?? `Thread ${id}`;
   showThreadActions(id);
+  showThreadBadge(state.threads.get(id));
+  $("thread-export").hidden = false;
   const composer = $("composer-body");
   composer.disabled = !canSend;
   composer.value = loadDraft(id);
@@ -133,6 +170,7 @@ export async function openThread(id) {
     ({ messages: rows } = await get(query(`/api/chat/threads/${id}/messages`, { limit: PAGE_SIZE })));
   } catch (error) {
     if (mine !== generation) return;
+    if (showUnavailable(error.code)) return;
     say($("messages-state"), error.message, "error");
     if (error.status === 0 || error.code === "unavailable") {
       failedThread = id;
@@ -164,6 +202,8 @@ export async function openThread(id) {
 }
 
 onReconnect(() => {
+  // An error said beside a control is over once the server is back (issue 25).
+  for (const notice of document.querySelectorAll(".notice[data-kind=error]")) say(notice, "");
   if (failedThread !== null && failedThread === state.threadId) openThread(failedThread);
 });
 
@@ -191,18 +231,37 @@ let sending = false;
 async function sendBody(body, threadId, key) {
   const answer = await write(`/api/chat/threads/${threadId}/messages`, { body }, key);
   // Shown at once; the thread's stream brings the same id later and it is not shown again.
-  if (state.threadId === threadId) addMessage(answer.message);
+  if (state.threadId === threadId) {
+    addMessage(answer.message);
+    showNewest(); // the reader's own send is always shown
+  }
   return answer;
 }
 
 export async function send() {
   const composer = $("composer-body");
   const body = composer.value;
-  const threadId = state.threadId;
-  if (!canSend || sending || threadId === null || !body.trim()) return;
-  if (!pending || pending.body !== body || pending.threadId !== threadId) pending = { body, threadId, key: newKey() };
+  let threadId = state.threadId;
+  if (!canSend || sending || !body.trim()) return;
   sending = true;
   $("send").disabled = true;
+  if (threadId === null) {
+    // Just start typing: the first send makes its thread, then goes there.
+    say($("composer-notice"), "Starting a new chat…");
+    try {
+      threadId = await listeners.start(body);
+    } catch (error) {
+      say($("composer-notice"), error.message, "error");
+      sending = false;
+      $("send").disabled = !canSend;
+      return;
+    }
+    // The text moves with it: the new thread's draft until the send is answered.
+    if (loadDraft(NEW_CHAT) === body) saveDraft(NEW_CHAT, "");
+    saveDraft(threadId, body);
+    composer.value = body;
+  }
+  if (!pending || pending.body !== body || pending.threadId !== threadId) pending = { body, threadId, key: newKey() };
   say($("composer-notice"), "Sending…");
   try {
     await sendBody(body, threadId, pending.key);
@@ -231,13 +290,17 @@ whenRetried(async (body) => {
 });
 
 export function keepDraft() {
-  if (state.threadId !== null) saveDraft(state.threadId, $("composer-body").value);
+  saveDraft(state.threadId ?? NEW_CHAT, $("composer-body").value);
 }
 
 export function composerKey(event) {
   if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
     event.preventDefault();
     send();
+  } else if (event.key === "Escape" && !event.isComposing && !$("run-state").hidden) {
+    // Esc stops the reply being written in this thread, as its Stop button does (issue 25).
+    event.preventDefault();
+    stop();
   }
 }
 

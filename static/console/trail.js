@@ -1,55 +1,143 @@
-// The live trail: every row on the bus the actor may read (R20), labelled by both ends (R16).
+// The live trail: every row on the bus the actor may read (R20), each row in plain words built
+// from its fields ("ada via Console to assistant"; the stored `text`, R16's label and the body,
+// stays on the row as `data-text`), tester rows marked as the tester's (R16). It can be filtered
+// (all, messages, the tester's), shows bookkeeping (claims and leases) only when asked, clamps
+// long bodies to a few lines with "more", and folds away on a wide screen, remembered.
 
 import { get, query } from "./api.js";
 import { openStream } from "./connection.js";
 import { noteTrailRow } from "./inbox.js";
-import { $, element, me, say, state, timeOf } from "./page.js";
+import { $, element, listener, say, state, timeOf } from "./page.js";
 import { rowList } from "./rows.js";
 
 const PAGE_SIZE = 50;
-// The channel a person's message came through (the row's `via`), as the trail names it; the
-// stored `from_run` (`human-cli`, R6) stays beside it.
+const TESTER = "tester";
+const HUMAN = "human";
+// The channel a person's message came through (the row's `via`).
 const VIA = { console: "via Console", api: "via API", cli: "via CLI" };
-// Rows a run writes about its own bookkeeping: folded into the run's row (decided on `kind`,
-// never on the text; rows without a kind are shown as they are).
-const FOLDED_KINDS = new Set(["claim.ended"]);
+// Bookkeeping a run writes about its claim (ended, stopped, its lease run out): shown only when
+// asked, folded into the run's row. Decided on `kind` (broker TrailKind), never on the text.
+const BOOKKEEPING = new Set(["claim.ended"]);
+// Changes the owner made to its thread: "ada renamed the thread …", no addressee.
+const THREAD_CHANGES = new Set(["thread.renamed", "thread.archived", "thread.unarchived"]);
+const OPEN_KEY = "mosaic.trail.open";
 
-// "in <thread>": a link to it for the actor's own threads, the name alone for others'.
-function threadLabel(row) {
+const pane = $("trail-pane");
+// The human's name in labels; the page names the signed-in human (the tester's page does not:
+// its trail never holds the human's rows).
+const humanName = pane.dataset.human || HUMAN;
+const nameOf = (role) => (role === HUMAN ? humanName : role);
+
+// What the reader asked to see.
+const view = { filter: "all", bookkeeping: false };
+
+// Threads known from their rows to be the tester's or the human's: a row with the tester (or
+// the human) at one end says whose its thread is; a run's claim row in it names neither end.
+const testerThreads = new Set();
+const humanThreads = new Set();
+
+function learn(row) {
+  if (row.thread === null || row.thread === undefined) return;
+  const ends = [row.from_role, row.to_role, row.actor?.role];
+  if (ends.includes(TESTER)) testerThreads.add(row.thread);
+  else if (ends.includes(HUMAN)) humanThreads.add(row.thread);
+}
+
+function isTesterRow(row) {
+  if (listener === TESTER) return true; // R20: the tester's trail holds only its own rows
+  return [row.from_role, row.to_role, row.actor?.role].includes(TESTER) || testerThreads.has(row.thread);
+}
+
+// The body of the row: its `text` past R16's label ("human to assistant: "), which the broker
+// writes from the row's own ends.
+function bodyOf(row) {
+  const label = `${row.from_role} to ${row.to_role}: `;
+  return row.text.startsWith(label) ? row.text.slice(label.length) : row.text;
+}
+
+// Who did it, in words, and what it says.
+function wordsOf(row) {
+  const body = bodyOf(row);
+  const from = nameOf(row.from_role);
+  if (row.kind === "message" || row.kind === "decision" || !row.kind) {
+    const via = VIA[row.via] ? ` ${VIA[row.via]}` : "";
+    return { who: `${from}${via} to ${nameOf(row.to_role)}`, says: body };
+  }
+  if (THREAD_CHANGES.has(row.kind)) {
+    // The broker says "renamed “a” to “b”": the thread is the row's own.
+    return { who: from, says: body.replace(/^renamed /, "renamed the thread ") };
+  }
+  if (row.actor?.role === "staff") return { who: `${row.actor.run} (staff)`, says: body };
+  return { who: nameOf(row.actor?.role ?? row.from_role), says: body };
+}
+
+// "in <thread>": a link for the actor's own threads; the tester's threads on the human's trail
+// are named, never linked (the human cannot open them), and said to be the tester's.
+function threadLabel(row, byTester) {
   if (row.thread === null || row.thread === undefined) return null;
   const name = row.thread_name ?? state.threads.get(row.thread)?.name ?? `thread ${row.thread}`;
-  const label = element("span", "trail-in", "in ");
-  const own = row.from_role === me || row.to_role === me || state.threads.has(row.thread);
-  const target = own ? element("a", "trail-thread", name) : element("span", "trail-thread-name", name);
-  if (own) target.href = `#thread=${row.thread}`;
+  const mine = listener === TESTER
+    || (!byTester && (state.threads.has(row.thread) || humanThreads.has(row.thread)));
+  const label = element("span", "trail-in", listener === HUMAN && byTester ? "in the tester's thread " : "in ");
+  const target = mine ? element("a", "trail-thread", name) : element("span", "trail-thread-name", name);
+  if (mine) target.href = `#thread=${row.thread}`;
   target.dir = "auto";
   label.append(target);
   return label;
 }
 
 function renderTrailRow(row) {
-  const byTester = [row.from_role, row.to_role, row.actor?.role].includes("tester");
+  learn(row);
+  const byTester = isTesterRow(row);
   const item = element("li", byTester ? "trail-row by-tester" : "trail-row");
   item.dataset.run = row.actor?.run ?? "";
   item.dataset.kind = row.kind ?? "";
-  const meta = element("div", "meta", `${row.actor?.role ?? "?"} · ${row.actor?.run ?? "?"} · `);
-  if (VIA[row.via]) meta.prepend(`${VIA[row.via]} · `);
-  meta.append(timeOf(row.at));
-  const thread = threadLabel(row);
-  if (thread) meta.append(" · ", thread);
-  const text = element("span", "trail-text", row.text);
+  item.dataset.tester = String(byTester);
+  item.dataset.text = row.text;
+  const { who, says } = wordsOf(row);
+  const head = element("p", "meta trail-head");
+  const actor = element("span", "trail-who", who);
+  actor.title = `${row.actor?.role ?? "?"} · ${row.actor?.run ?? "?"}`;
+  head.append(actor);
+  // Said in words on the human's trail (R16), not by colour alone.
+  if (byTester && listener === HUMAN) head.append(" ", element("span", "trail-tag", "tester"));
+  head.append(" · ", timeOf(row.at));
+  const thread = threadLabel(row, byTester);
+  if (thread) head.append(" · ", thread);
+  const text = element("p", "trail-text", says);
   text.dir = "auto";
-  item.append(text, meta);
+  const more = element("button", "link trail-more", "more");
+  more.type = "button";
+  more.hidden = true;
+  more.setAttribute("aria-expanded", "false");
+  more.addEventListener("click", () => {
+    const open = item.classList.toggle("expanded");
+    more.textContent = open ? "less" : "more";
+    more.setAttribute("aria-expanded", String(open));
+  });
+  item.append(head, text, more);
+  clamps.observe(text);
   return item;
 }
+
+// "more" shows only under a body the clamp cut, measured once the row is laid out (a row that
+// arrives while the trail is hidden is measured when it shows).
+const clamps = new ResizeObserver((entries) => {
+  for (const { target } of entries) {
+    const item = target.closest(".trail-row");
+    const more = item?.querySelector(".trail-more");
+    if (!more || item.classList.contains("expanded")) continue;
+    if (target.clientHeight > 0) more.hidden = target.scrollHeight <= target.clientHeight + 1;
+  }
+});
 
 // A folded row goes under the newest earlier row of its run, in a disclosure of its own; with
 // no such row shown, it stays a row like the others.
 function fold(row) {
   const item = trail.item(row.id);
-  if (!FOLDED_KINDS.has(row.kind) || !item) return;
+  if (!BOOKKEEPING.has(row.kind) || !item) return;
   let owner = item.previousElementSibling;
-  while (owner && (owner.dataset.run !== item.dataset.run || FOLDED_KINDS.has(owner.dataset.kind))) {
+  while (owner && (owner.dataset.run !== item.dataset.run || BOOKKEEPING.has(owner.dataset.kind))) {
     owner = owner.previousElementSibling;
   }
   if (!owner) return;
@@ -59,7 +147,8 @@ function fold(row) {
     details.append(element("summary"), element("ul", "folded-rows"));
     owner.append(details);
   }
-  const folded = element("li", "", item.querySelector(".trail-text").textContent);
+  const { who, says } = wordsOf(row);
+  const folded = element("li", "", `${who}: ${says}`);
   folded.dir = "auto";
   details.querySelector("ul").append(folded);
   const count = details.querySelectorAll("li").length;
@@ -67,14 +156,78 @@ function fold(row) {
   item.hidden = true;
 }
 
-const trail = rowList($("trail"), $("trail-log"), renderTrailRow);
+// --- what is shown: the filter and the bookkeeping ----------------------------------------------
 
-function addRow(row) {
-  if (trail.add(row)) fold(row);
+function matches(item) {
+  if (BOOKKEEPING.has(item.dataset.kind) && !view.bookkeeping) return false;
+  if (view.filter === "messages") return item.dataset.kind === "message";
+  if (view.filter === "tester") return item.dataset.tester === "true";
+  return true;
+}
+
+function applyView(item) {
+  item.classList.toggle("filtered", !matches(item));
 }
 
 function showTrailState() {
-  say($("trail-state"), trail.size ? "" : "Nothing on the bus yet.");
+  if (!trail.size) {
+    say($("trail-state"), "Nothing on the bus yet.");
+    return;
+  }
+  const any = [...$("trail").children].some((item) => !item.hidden && !item.classList.contains("filtered"));
+  say($("trail-state"), any ? "" : "No rows to show here: choose All, or show claims and leases.");
+}
+
+function setView(change) {
+  Object.assign(view, change);
+  $("trail").dataset.bookkeeping = String(view.bookkeeping);
+  for (const choice of document.querySelectorAll(".trail-filter [data-filter]")) {
+    choice.setAttribute("aria-pressed", String(choice.dataset.filter === view.filter));
+  }
+  for (const item of $("trail").children) applyView(item);
+  showTrailState();
+}
+
+// --- open or folded away (a wide screen; the phone's trail is a tab) ---------------------------
+
+function remembered() {
+  try {
+    return localStorage.getItem(OPEN_KEY) !== "false";
+  } catch {
+    return true; // storage refused: open, as at first
+  }
+}
+
+function setOpen(open, { keep = true } = {}) {
+  document.body.dataset.trail = open ? "open" : "closed";
+  const toggle = $("trail-toggle");
+  toggle.textContent = open ? "Hide trail" : "Show trail";
+  toggle.setAttribute("aria-expanded", String(open));
+  if (!keep) return;
+  try {
+    localStorage.setItem(OPEN_KEY, String(open));
+  } catch {
+    // Not kept: the next page opens it.
+  }
+}
+
+function wireTrail() {
+  setOpen(remembered(), { keep: false });
+  $("trail-toggle").addEventListener("click", () => setOpen(document.body.dataset.trail !== "open"));
+  for (const choice of document.querySelectorAll(".trail-filter [data-filter]")) {
+    choice.addEventListener("click", () => setView({ filter: choice.dataset.filter }));
+  }
+  $("trail-bookkeeping").addEventListener("change", (event) => setView({ bookkeeping: event.target.checked }));
+  setView({});
+}
+
+const trail = rowList($("trail"), $("trail-log"), renderTrailRow);
+wireTrail();
+
+function addRow(row) {
+  if (!trail.add(row)) return;
+  fold(row);
+  applyView(trail.item(row.id));
 }
 
 export async function startTrail() {
@@ -108,8 +261,13 @@ export async function loadOlderTrail() {
   try {
     const { rows } = await get(query("/api/trail", { before: trail.oldest, limit: PAGE_SIZE }));
     trail.addOlder(rows);
-    rows.forEach(fold);
+    for (const row of rows) {
+      fold(row);
+      const item = trail.item(row.id);
+      if (item) applyView(item);
+    }
     $("trail-older").hidden = rows.length < PAGE_SIZE;
+    showTrailState();
   } catch (error) {
     say($("trail-state"), error.message, "error");
   }

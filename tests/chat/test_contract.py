@@ -46,6 +46,7 @@ MESSAGE = {
     "reply_state",
     "retry_at",
     "failure",
+    "partial",
     "model",
     "finish_reason",
     "usage",

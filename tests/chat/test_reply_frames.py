@@ -14,9 +14,10 @@ import pytest
 from asgiref.sync import async_to_sync, sync_to_async
 from channels.testing import WebsocketCommunicator
 
-from broker import actions
+from broker import actions, selectors
 from broker.actors import Actor
-from broker.models import Business
+from broker.models import Business, Message, MessageClass
+from chat.api import shapes
 from tests.broker import factories
 from tests.chat.test_consumers import frames, socket
 from tests.listeners import TESTER
@@ -186,3 +187,46 @@ def test_drafts_of_a_tester_thread_never_reach_the_humans_sockets(
     connected, rows = async_to_sync(scenario)()
     assert not connected
     assert all("secret draft" not in json.dumps(row) for row in rows)
+
+
+def test_stop_mid_reply_keeps_partial_in_state_frame_and_message_shape(world) -> None:
+    """SPEC §7.1: a stopped turn keeps what its reply had written — the `stopped` frame and
+    the message shape carry it as `partial` — and no RESULT exists for it; a turn stopped
+    before any text has `partial` null, as has every other turn."""
+    tester, run, thread = world["tester"], world["run"], world["thread"]
+    turn = actions.send_to_thread(tester, thread_id=thread.pk, body="hello").message
+    claim = factories.claim(run, thread)
+    actions.start_turn(run, claim_id=claim.pk, turn_id=turn.pk)
+    actions.draft_turn(run, claim_id=claim.pk, turn_id=turn.pk, text="Half a rep")
+
+    async def scenario() -> list[dict[str, Any]]:
+        chat = socket(TESTER, f"/ws/chat/threads/{thread.pk}/?after={turn.pk}")
+        assert (await chat.connect())[0]
+        got = await frames(chat, 2)  # working, and the draft so far
+        await sync_to_async(actions.stop_assistant)(tester, thread_id=thread.pk)
+        got += await frames(chat, 1)
+        assert await quiet(chat)
+        await chat.disconnect()
+        return got
+
+    got = async_to_sync(scenario)()
+    assert got[2] == {
+        "type": "reply.state",
+        "in_reply_to": turn.pk,
+        "state": "stopped",
+        "retry_at": None,
+        "failure": None,
+        "partial": "Half a rep",
+    }
+    waiting = actions.send_to_thread(tester, thread_id=thread.pk, body="again").message
+    actions.stop_assistant(tester, thread_id=thread.pk)
+    shown = {
+        m.pk: shapes.MessageOut(m).data
+        for m in selectors.thread_messages(tester, thread_id=thread.pk)
+    }
+    assert [(m["reply_state"], m["partial"]) for m in shown.values()] == [
+        ("stopped", "Half a rep"),
+        ("stopped", None),
+    ]
+    assert shown[waiting.pk]["partial"] is None
+    assert not Message.objects.filter(message_class=MessageClass.RESULT).exists()

@@ -6,8 +6,12 @@ import uuid
 
 from playwright.sync_api import Locator, Page, expect
 
+from tests.console.server import PASSWORD
+
 # After a restart the Console waits out its back-off (at most 10 s) before it reconnects.
 RECONNECT_MS = 25_000
+# The demo's staff superuser (`manage.py setupdemo`), signed in with the demo password.
+STAFF_USERNAME = "staff"
 
 
 def unique(prefix: str) -> str:
@@ -22,8 +26,25 @@ def trail(page: Page) -> Locator:
     return page.get_by_role("log", name="Trail")
 
 
+def css_string(text: str) -> str:
+    """`text` as a quoted CSS string, for an attribute selector."""
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\a ")
+    return f'"{escaped}"'
+
+
 def trail_rows(page: Page, text: str) -> Locator:
-    return trail(page).locator(".trail-text").get_by_text(text, exact=True)
+    """The trail's rows whose stored text is `text` (R16's label and the body, as the API
+    sends it: the row keeps it in `data-text`, and shows it in plain words)."""
+    return trail(page).locator(f".trail-row[data-text={css_string(text)}]")
+
+
+def sign_in_admin(page: Page, human_url: str) -> None:
+    """Into Django's admin on the human listener, as the demo's staff superuser."""
+    page.goto(f"{human_url}/admin/login/")
+    page.get_by_label("Username").fill(STAFF_USERNAME)
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Log in").click()
+    page.wait_for_url(f"{human_url}/admin/")
 
 
 def create_project(page: Page, name: str) -> None:

@@ -17,8 +17,8 @@ from tests.console.api import LiveApi
 from tests.console.assistant import MODEL_NAME, assistant_settings
 from tests.console.browser import LAUNCH_ARGS, require_chromium
 from tests.console.conftest import TIMEOUT_MS, sign_in
-from tests.console.pages import create_project, create_thread, send
-from tests.console.server import ROOT, LiveServer, serving
+from tests.console.pages import create_project, create_thread, send, sign_in_admin
+from tests.console.server import PASSWORD, ROOT, LiveServer, serving
 from tests.console.suite_runs import store_history
 from tests.model_servers import FakeModel, serve_fake_model
 
@@ -110,6 +110,12 @@ class Shooter:
         self.shoot(page, "streaming", size)
         page.get_by_role("button", name="Stop", exact=True).click()
         expect(page.locator(".turn-state")).to_contain_text("Stopped")
+        # What had streamed stays, marked stopped (issue 25).
+        expect(page.locator(".message.partial")).to_be_visible()
+        self.shoot(page, "stopped", size)
+        page.evaluate("location.hash = '#thread=999999999'")
+        expect(page.locator("#thread-badge")).to_have_text("Not found")
+        self.shoot(page, "thread-not-found", size)
 
         self.model.chunk_delay, self.model.status = 0.0, 400
         self.model.error_message = "the model 'console-model' does not exist"
@@ -121,6 +127,8 @@ class Shooter:
         page.context.close()
 
         self.test_runs(size)
+        self.start_typing(size)
+        self.trail_views(size)
 
     def test_runs(self, size: str) -> None:
         """The tester's test runs, light and dark: the list, and a run compared with the one
@@ -139,6 +147,88 @@ class Shooter:
             expect(page.locator(".case")).to_have_count(3)
             self.shoot(page, f"test-run{suffix}", size)
             page.context.close()
+
+    def start_typing(self, size: str) -> None:
+        """Issue 25, light and dark: "New chat"'s empty composer, the chat it started (named from
+        the first words), the export menu, a rename refused beside its field, and staff told
+        whose Console it is."""
+        self.model.content = REPLY
+        for dark in (False, True):
+            suffix = "-dark" if dark else ""
+            page = self.page(size, dark=dark)
+            create_project(page, f"Start {size}{suffix}")
+            self.new_thread(page, "Release plan")
+            page.get_by_role("button", name="New chat").click()
+            page.get_by_label("Message", exact=True).fill("What is the plan for the release?")
+            self.shoot(page, f"new-chat{suffix}", size)
+            page.get_by_label("Message", exact=True).press("Enter")
+            expect(page.locator('[data-from="assistant"]')).to_have_count(1)
+            self.shoot(page, f"started-chat{suffix}", size)
+            page.locator("#thread-export > summary").click()
+            self.shoot(page, f"export{suffix}", size)
+            page.locator("#thread-export > summary").click()
+            page.get_by_role("button", name="Rename").click()
+            page.get_by_label("New name of this thread").fill("Release plan")
+            page.get_by_role("button", name="Save").click()
+            expect(page.locator("#rename-notice")).to_have_attribute("data-kind", "error")
+            self.shoot(page, f"rename-refused{suffix}", size)
+            page.context.close()
+
+            width, height = SIZES[size]
+            staff = self.browser.new_page(
+                viewport={"width": width, "height": height},
+                color_scheme="dark" if dark else "light",
+            )
+            staff.goto(f"{self.server.human_url}/admin/login/")
+            staff.fill("#id_username", "staff")
+            staff.fill("#id_password", PASSWORD)
+            staff.locator("input[type=submit]").click()
+            staff.wait_for_url(f"{self.server.human_url}/admin/")
+            staff.goto(f"{self.server.human_url}/")
+            expect(staff.locator("#not-the-human")).to_be_visible()
+            self.shoot(staff, f"staff{suffix}", size)
+            staff.close()
+
+    def trail_views(self, size: str) -> None:
+        """Issue 25, light and dark: the human's trail with a tester turn's long body opened,
+        claims and leases shown; filtered to the tester's rows; folded away (a wide screen);
+        and the admin's trail list and a thread's messages inline."""
+        api = LiveApi(self.server.tester_url)
+        project = api.create_project(f"Tester trail {size}")
+        thread = api.create_thread(project, f"Tester checks {size}")
+        lines = [f"Step {n}: ask about the release and check the answer." for n in range(8)]
+        api.send(thread, "\n".join(lines))
+        api.close()
+        width, height = SIZES[size]
+        for dark in (False, True):
+            suffix = "-dark" if dark else ""
+            page = self.page(size, dark=dark)
+            self.answered_thread(page, f"Trail {size}{suffix}")
+            if size == "phone":
+                page.get_by_role("button", name="Back to the threads").click()
+                page.get_by_role("tab", name="Trail").click()
+            page.get_by_label("Claims and leases").check()
+            page.locator(".trail-row.by-tester").get_by_role("button", name="more").first.click()
+            self.shoot(page, f"trail{suffix}", size)
+            filters = page.get_by_role("group", name="Show in the trail")
+            filters.get_by_role("button", name="Tester only").click()
+            self.shoot(page, f"trail-tester{suffix}", size)
+            if size == "desktop":
+                page.get_by_role("button", name="Hide trail").click()
+                self.shoot(page, f"trail-folded{suffix}", size)
+            page.context.close()
+
+            admin = self.browser.new_page(
+                viewport={"width": width, "height": height},
+                color_scheme="dark" if dark else "light",
+            )
+            sign_in_admin(admin, self.server.human_url)
+            admin.goto(f"{self.server.human_url}/admin/broker/trailrow/")
+            self.shoot(admin, f"admin-trail{suffix}", size)
+            admin.goto(f"{self.server.human_url}/admin/broker/thread/{thread}/change/")
+            admin.get_by_role("region", name="Messages").scroll_into_view_if_needed()
+            self.shoot(admin, f"admin-thread{suffix}", size)
+            admin.close()
 
 
 def main(folder: Path) -> None:

@@ -1,6 +1,7 @@
-"""axe-core on the sign-in page and both Consoles (the tester's test runs too), light and dark, at
-both viewports: no serious or critical violation, and nothing outside a landmark (issue #15); and
-the focus ring of a list's control is drawn in full."""
+"""axe-core on the sign-in page, both Consoles (the tester's test runs and the trail's states
+too) and the admin's pages, light and dark, at both viewports: no serious or critical violation,
+and nothing outside a landmark (issue #15); and the focus ring of a list's control is drawn in
+full."""
 
 from __future__ import annotations
 
@@ -12,7 +13,16 @@ from playwright.sync_api import Page, expect
 
 from tests.console.api import LiveApi
 from tests.console.conftest import DESKTOP, PHONE, OpenConsole
-from tests.console.pages import create_project, create_thread, messages, send, unique
+from tests.console.pages import (
+    create_project,
+    create_thread,
+    messages,
+    send,
+    sign_in_admin,
+    trail_rows,
+    unique,
+)
+from tests.console.server import LiveServer
 from tests.console.suite_runs import store_history
 from tests.model_servers import FakeModel
 
@@ -20,8 +30,12 @@ AXE = Path(__file__).parent / "vendor" / "axe.min.js"
 BLOCKING = ("serious", "critical")
 # Moderate, but named by the issue: content outside every landmark (the tester banner was).
 ALSO_BLOCKING = ("region",)
+# Each kind of rendered markdown (issue 25): a heading, lists, a task list, plain and highlighted
+# code, a table, an image shown as a link.
 REPLY = (
-    "A **reply** with a list:\n\n- one\n- two\n\n```\ncode\n```\n\n| a | b |\n|---|---|\n| 1 | 2 |"
+    "## A **reply** with a list:\n\n- one\n- two\n\n* [ ] a task\n* [x] a done task\n\n"
+    '```\ncode\n```\n\n```python\ndef f(x):\n    return "s" + 1  # c\n```\n\n'
+    "| a | b |\n|---|---|\n| 1 | 2 |\n\n![an image](https://images.example/i.png)"
 )
 
 
@@ -98,6 +112,70 @@ def test_axe_test_runs_have_no_serious_violations(
     page.get_by_text("1 more failure").click()
     expect(page.locator(".failure")).to_have_count(2)
     found["run"] = violations(page)
+    assert found == {name: [] for name in found}
+
+
+@pytest.mark.parametrize(("viewport", "dark"), VIEWS)
+def test_axe_trail_states_have_no_serious_violations(
+    open_console: OpenConsole, tester_api: LiveApi, viewport: dict[str, int], dark: bool
+) -> None:
+    """The human's trail (issue 25) with a tester row whose long body is opened with "more",
+    claims and leases shown, filtered to the tester's rows; on a wide screen, folded away."""
+    body = "\n".join(f"line {n} of a long tester turn" for n in range(12)) + unique(" ")
+    thread = tester_api.create_thread(tester_api.create_project(unique("axe")), unique("trail"))
+    tester_api.send(thread, body)
+    page = open_console("human", viewport=viewport, dark=dark)
+    if viewport == PHONE:
+        page.get_by_role("tab", name="Trail").click()
+    row = trail_rows(page, f"tester to assistant: {body}")
+    row.get_by_role("button", name="more").click()
+    page.get_by_label("Claims and leases").check()
+    page.get_by_role("group", name="Show in the trail").get_by_role(
+        "button", name="Tester only"
+    ).click()
+    found = {"trail": violations(page)}
+    if viewport == DESKTOP:
+        page.get_by_role("button", name="Hide trail").click()
+        found["folded"] = violations(page)
+    assert found == {name: [] for name in found}
+
+
+# The admin's pages (issue 25: every view, the admin's too), each read-only record of a turn.
+ADMIN_PAGES = (
+    "/admin/",
+    "/admin/broker/trailrow/",
+    "/admin/broker/trailrow/{row}/change/",
+    "/admin/broker/message/",
+    "/admin/broker/message/{message}/change/",
+    "/admin/broker/thread/",
+    "/admin/broker/thread/{thread}/change/",
+    "/admin/broker/instance/",
+    "/admin/broker/instance/usage/",
+)
+
+
+@pytest.mark.parametrize(("viewport", "dark"), VIEWS)
+def test_axe_admin_pages_have_no_serious_violations(
+    open_console: OpenConsole,
+    console_server: LiveServer,
+    tester_api: LiveApi,
+    viewport: dict[str, int],
+    dark: bool,
+) -> None:
+    """The admin's sign-in, index, and the lists and pages of trail rows, messages, threads (its
+    messages inline) and instances (with the reply usage), after a turn with a long body."""
+    body = "\n".join(f"line {n} of a long turn " * 4 for n in range(12)) + unique(" ")
+    thread = tester_api.create_thread(tester_api.create_project(unique("axe")), unique("admin"))
+    message = tester_api.send(thread, body)
+    rows = tester_api.get("/api/trail?limit=500")["rows"]
+    row = next(row["id"] for row in rows if row["text"].endswith(body))
+    page = open_console("human", viewport=viewport, dark=dark, signed_in=False)
+    page.goto(f"{console_server.human_url}/admin/login/")
+    found = {"login": violations(page)}
+    sign_in_admin(page, console_server.human_url)
+    for path in ADMIN_PAGES:
+        page.goto(console_server.human_url + path.format(row=row, message=message, thread=thread))
+        found[path] = violations(page)
     assert found == {name: [] for name in found}
 
 

@@ -17,7 +17,6 @@ from tests.console.pages import (
     mark_page,
     messages,
     send,
-    trail,
     trail_rows,
     unique,
 )
@@ -68,11 +67,12 @@ def test_b1_human_console_leaves_tester_thread_out_and_trails_it_live(
     send(tester, body)
     expect(messages(tester).locator('[data-from="assistant"]')).to_have_count(1)
 
-    expect(trail_rows(human, f"tester to assistant: {body}")).to_have_count(1)
-    tester_row = trail(human).locator(".trail-row", has_text=f"tester to assistant: {body}")
-    expect(tester_row.locator(".meta")).to_contain_text("tester · tester-cli")
-    reply = tester_row.locator("xpath=following-sibling::li").locator(".trail-text")
-    expect(reply.filter(has_text=re.compile("^assistant to tester: "))).to_have_count(1)
+    tester_row = trail_rows(human, f"tester to assistant: {body}")
+    expect(tester_row).to_have_count(1)
+    expect(tester_row.locator(".trail-who")).to_have_text("tester via Console to assistant")
+    expect(tester_row.locator(".trail-tag")).to_have_text("tester")
+    reply = tester_row.locator("xpath=following-sibling::li").locator(".trail-who")
+    expect(reply.filter(has_text=re.compile("^assistant to tester$"))).to_have_count(1)
     expect(human.get_by_role("list", name="Your threads").get_by_role("button")).to_have_count(0)
     assert_not_reloaded(human)
 
@@ -104,12 +104,14 @@ def test_human_console_send_shows_reply_without_reload(open_console: OpenConsole
 def test_human_console_signed_out_shows_sign_in_link(
     open_console: OpenConsole, console_server: LiveServer
 ) -> None:
-    """Signing out ends at the sign-in page; the Console without a session links to it."""
+    """Signing out ends at the sign-in page; the Console without a session is the sign-in form
+    (issue 25: never "You are signed out" on a first visit)."""
     page = open_console("human")
     page.get_by_role("button", name="Sign out").click()
     page.wait_for_url(f"{console_server.human_url}/signin")
     page.goto(f"{console_server.human_url}/")
-    expect(page.get_by_role("link", name="Sign in")).to_be_visible()
+    page.wait_for_url(f"{console_server.human_url}/signin")
+    expect(page.get_by_label("Username")).to_be_visible()
     expect(page.get_by_role("log", name="Trail")).to_be_hidden()
 
 

@@ -1,6 +1,7 @@
 """The trail's rows as the inbox contract shapes them (issue #15): claim-ended rows fold into
-their run's row, each row names its thread (a link for the actor's own), sends are labelled by
-the channel they came through ("via Console")."""
+their run's row (shown when asked, issue 25), each row names its thread (a link for the actor's
+own), sends are labelled by who sent them and the channel they came through ("ada via
+Console")."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from tests.console.pages import (
     messages,
     send,
     trail,
+    trail_rows,
     unique,
 )
 from tests.model_servers import FakeModel
@@ -32,27 +34,30 @@ def test_trail_folds_claim_rows_names_threads_and_labels_console_sends(
     body = unique("a turn")
     send(page, body)
     expect(messages(page).locator('[data-from="assistant"]')).to_have_count(1)
-    reply = trail(page).locator(".trail-row", has_text=f"assistant to human: {answer}")
+    reply = trail_rows(page, f"assistant to human: {answer}")
     run = reply.get_attribute("data-run")
-    claim = trail(page).locator(
-        f'.trail-row[data-run="{run}"]', has=page.locator(".trail-text", has_text="claim of")
-    )
-    turn = trail(page).locator(".trail-row", has_text=f"human to assistant: {body}")
-    expect(turn.locator(".meta")).to_contain_text("via Console · human · human-cli")
+    claim = trail(page).locator(f'.trail-row[data-run="{run}"][data-kind="claim.ended"]')
+    turn = trail_rows(page, f"human to assistant: {body}")
+    expect(turn.locator(".trail-who")).to_have_text("ada via Console to assistant")
+    expect(turn.locator(".meta")).not_to_contain_text("human-cli")
     link = turn.get_by_role("link", name=name)
     expect(link).to_have_attribute("href", re.compile(r"^#thread=\d+$"))
 
+    # Bookkeeping shows only when asked, folded into its run's row.
     folded = reply.locator("details.folded")
+    expect(folded).to_be_hidden()
+    page.get_by_label("Claims and leases").check()
     expect(folded.locator("summary")).to_have_text("1 more row of this run")
-    expect(claim).to_have_attribute("data-kind", "claim.ended")
+    expect(claim).to_have_count(1)
     expect(claim).to_be_hidden()
     expect(folded.locator("li")).to_be_hidden()
     folded.locator("summary").click()
-    expect(folded.locator("li")).to_have_text(re.compile("^assistant to assistant: claim of "))
+    expect(folded.locator("li")).to_have_text(re.compile("^assistant: claim of "))
     page.reload()  # the rows read back from the list fold the same way
     # Start-up reopens the address's thread; a reader acts once it is open again.
     expect(page.get_by_role("heading", name=name)).to_be_visible()
     expect(page.locator("#thread-status")).to_have_text("live")
+    page.get_by_label("Claims and leases").check()
     expect(reply.locator("details.folded summary")).to_have_text("1 more row of this run")
     expect(claim).to_be_hidden()
 

@@ -12,6 +12,7 @@ import ipaddress
 from typing import Any
 
 from daphne.cli import CommandLineInterface  # type: ignore[import-untyped]
+from daphne.server import Server  # type: ignore[import-untyped]
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -24,6 +25,20 @@ APPLICATIONS = {
     "human": "mosaic.asgi:human_application",
     "tester": "mosaic.asgi:tester_application",
 }
+
+
+class OneLineServer(Server):  # type: ignore[misc]
+    """daphne without its access log. Each request's one line is the listeners' own (README,
+    Logs): the chat API's L6 line naming its user, a line for every other request; daphne's
+    line for the same request made two."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["action_logger"] = None
+        super().__init__(*args, **kwargs)
+
+
+class OneLineCommandLine(CommandLineInterface):  # type: ignore[misc]
+    server_class = OneLineServer
 
 
 def is_loopback(host: str) -> bool:
@@ -83,7 +98,7 @@ class Command(BaseCommand):
             self.stdout.write(f"assistant runner: {runner}")
         self.stdout.flush()
         try:
-            CommandLineInterface().run(
+            OneLineCommandLine().run(
                 [*arguments, "--verbosity", str(options["verbosity"]), APPLICATIONS[listener]]
             )
         finally:

@@ -619,8 +619,9 @@ def test_chat_completions_stop_while_model_thinks_closes_request(fake_model) -> 
         chat_backend(fake_model).reply(
             make_turn("hi"), tools=Tools(55), cancel=cancel, draft=no_drafts
         )
-    assert time.monotonic() - started < 1.0
-    assert fake_model.hung_up.wait(2)
+    # Far below the model's 30 s, on a loaded machine too; the hang-up is waited for, not timed.
+    assert time.monotonic() - started < 10.0
+    assert fake_model.hung_up.wait(20)
 
 
 def test_chat_completions_unreachable_server_is_transient() -> None:

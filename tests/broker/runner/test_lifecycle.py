@@ -19,6 +19,7 @@ from broker.actors import Actor
 from broker.models import ClaimEnd, Message, ReplyState, ThreadClaim, TrailRow, TurnProgress
 from broker.refusals import Refusal
 from broker.runner.backends import Draft, Reply, ReplyFailed, TurnCancelled, TurnTools
+from broker.runner.prompt import STOPPED_NOTE, prompt_messages
 from broker.runner.turns import Turn
 from tests.broker import factories
 from tests.broker.runner.conftest import LEASE, wait_for
@@ -204,7 +205,7 @@ def test_stop_mid_stream_leaves_no_reply_and_the_turn_stopped(
     human: Actor, start_runner, scripted, fast_retries
 ) -> None:
     """SPEC §7.1: drafts are kept on the working turn; a stop mid-stream ends the turn
-    `stopped`, its draft gone, and no reply lands."""
+    `stopped` keeping what it had streamed (its `partial`), and no reply lands."""
     thread = factories.thread(human, factories.project(human), "work")
     drafted = threading.Event()
     scripted.script.append(streams_until_stopped(["Once", "upon", "a", "time"], drafted))
@@ -216,10 +217,62 @@ def test_stop_mid_stream_leaves_no_reply_and_the_turn_stopped(
     actions.stop_assistant(human, thread_id=thread.pk)
     wait_for(lambda: not ThreadClaim.objects.filter(ended_at__isnull=True).exists(), timeout=LEASE)
     row = progress(turn)
-    assert (row.state, row.draft) == (ReplyState.STOPPED, "")
+    assert (row.state, row.draft) == (ReplyState.STOPPED, "Once upon a time")
     assert reply_to(turn) is None
     # Drafts are never records: nothing of them reached the trail.
     assert not TrailRow.objects.filter(text__contains="upon").exists()
+
+
+def test_stopped_partial_reply_is_shown_and_in_the_next_turns_prompt(
+    human: Actor, start_runner, scripted, fast_retries
+) -> None:
+    """SPEC §7.1, R12: the stopped turn shows its partial text (never a RESULT: the thread has
+    no reply to it), the run can store nothing after the stop, and the next turn's prompt
+    carries the partial reply, marked stopped."""
+    thread = factories.thread(human, factories.project(human), "work")
+    drafted = threading.Event()
+    scripted.script.append(streams_until_stopped(["Once", "upon"], drafted))
+    turn = send(human, thread, "tell a story")
+    start_runner(backend=scripted)
+    assert drafted.wait(5)
+    wait_for(lambda: (r := progress(turn)) and r.draft == "Once upon")
+    claim = ThreadClaim.objects.get(thread=thread, ended_at__isnull=True)
+    actions.stop_assistant(human, thread_id=thread.pk)
+    wait_for(lambda: not ThreadClaim.objects.filter(ended_at__isnull=True).exists(), timeout=LEASE)
+    # No reply after the stop: the ended claim refuses it, and refuses a later draft too.
+    run = Actor.assistant_run(business_id=human.business_id, instance="assistant", run=claim.run)
+    with pytest.raises(Refusal) as refusal:
+        actions.send_message(
+            run,
+            to="human",
+            body="too late",
+            message_class="RESULT",
+            in_reply_to=turn.pk,
+            claim_id=claim.pk,
+        )
+    assert refusal.value.code == refusals.CLAIM_ENDED
+    assert progress(turn).draft == "Once upon"
+    shown = selectors.thread_messages(human, thread_id=thread.pk)
+    assert [(m.pk, m.reply_state, m.progress.draft) for m in shown] == [
+        (turn.pk, ReplyState.STOPPED, "Once upon")
+    ]
+
+    prompts: list[list[dict[str, object]]] = []
+
+    def answers_noting_prompt(turn: Turn, draft: Draft, cancel: threading.Event) -> Reply:
+        prompts.append([dict(m) for m in prompt_messages(turn)])
+        return Reply(text="and they lived happily")
+
+    scripted.script.append(answers_noting_prompt)
+    later = send(human, thread, "go on")
+    wait_for(lambda: state_of(later) == ReplyState.ANSWERED)
+    assert [(m["role"], m["content"]) for m in prompts[0][1:]] == [
+        ("user", "tell a story"),
+        ("assistant", f"Once upon\n\n{STOPPED_NOTE}"),
+        ("user", "go on"),
+    ]
+    assert Message.objects.filter(in_reply_to=turn, message_class="RESULT").count() == 0
+    assert Message.objects.filter(in_reply_to=later, message_class="RESULT").count() == 1
 
 
 def test_a_turn_that_used_every_attempt_fails_when_taken_up_again(

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from broker.runner.prompt import (
     NO_REPLY,
+    STOPPED_NOTE,
     estimate_prompt_tokens,
     estimate_tokens,
     prompt_messages,
@@ -120,6 +121,23 @@ def test_prompt_turns_with_no_reply_in_a_row_each_get_placeholder() -> None:
         ("user", "c"),
         ("assistant", NO_REPLY),
         ("user", "d"),
+    ]
+
+
+def test_prompt_turn_stopped_mid_reply_carries_its_partial_reply_marked_stopped() -> None:
+    """SPEC §7.1, docs/decisions.md: a stopped turn's partial reply is the next prompt's
+    assistant message, marked as stopped there, so "go on" can continue it; a turn stopped
+    before any text keeps the placeholder."""
+    transcript = Transcript().turn("tell a story")
+    transcript.entries[-1] = Entry(1, "human", "assistant", "REQUEST", "tell a story", "Once upon")
+    transcript.turn("never mind")
+    messages = prompt_messages(transcript.now("go on"))
+    assert conversation(messages) == [
+        ("user", "tell a story"),
+        ("assistant", f"Once upon\n\n{STOPPED_NOTE}"),
+        ("user", "never mind"),
+        ("assistant", NO_REPLY),
+        ("user", "go on"),
     ]
 
 

@@ -1,0 +1,94 @@
+// A thread's export (issue 25): every message of the open thread with its reply state, as
+// Markdown or as JSON, downloaded as a file. Built here from the thread's messages API, every
+// page of it, so it goes through the same checks as reading the thread (R1, both listeners'
+// gates) and needs no route of its own (docs/decisions.md).
+
+import { get, query } from "./api.js";
+import { state } from "./page.js";
+
+const PAGE_SIZE = 500; // the API's largest page (SPEC §6)
+
+// Every message of thread `id`, oldest first: pages after the last id read until a short page.
+export async function allMessages(id) {
+  const rows = [];
+  let after = 0;
+  for (;;) {
+    const { messages } = await get(query(`/api/chat/threads/${id}/messages`, { after, limit: PAGE_SIZE }));
+    rows.push(...messages);
+    if (messages.length < PAGE_SIZE) return rows;
+    after = messages[messages.length - 1].id;
+  }
+}
+
+// The fields a reader of an export needs; the rest of the shape is the API's.
+const FIELDS = [
+  "id", "from_role", "to_role", "class", "body", "created_at", "in_reply_to", "reply_state",
+  "retry_at", "failure", "partial", "model", "finish_reason", "usage",
+];
+
+function exported(message) {
+  const row = {};
+  for (const field of FIELDS) if (field in message) row[field] = message[field];
+  return row;
+}
+
+export function asJson(thread, messages) {
+  const document = {
+    thread: { id: thread.id, name: thread.name, project: thread.project, created_at: thread.created_at },
+    exported_at: new Date().toISOString(),
+    messages: messages.map(exported),
+  };
+  return `${JSON.stringify(document, null, 2)}\n`;
+}
+
+// A turn's state as a line under it: the answered ones say nothing more than their reply.
+function stateLine(message) {
+  if (!message.reply_state || message.reply_state === "answered") return "";
+  let line = `*Reply: ${message.reply_state}`;
+  if (message.failure) line += ` — ${message.failure}`;
+  if (message.reply_state === "retrying" && message.retry_at) line += ` (next attempt ${message.retry_at})`;
+  line += "*";
+  if (message.partial) line += `\n\n> ${message.partial.split("\n").join("\n> ")}`;
+  return line;
+}
+
+export function asMarkdown(thread, messages) {
+  const parts = [`# ${thread.name}`, `Thread ${thread.id}, exported ${new Date().toISOString()}.`];
+  for (const message of messages) {
+    let head = `## ${message.from_role} to ${message.to_role} · ${message.created_at}`;
+    if (message.finish_reason === "length") head += " · cut off";
+    parts.push(head, message.body);
+    const line = stateLine(message);
+    if (line) parts.push(line);
+  }
+  return `${parts.join("\n\n")}\n`;
+}
+
+// A file name from the thread's name: letters, digits and dashes.
+export function fileName(thread, extension) {
+  const stem = thread.name.normalize("NFKD").replace(/[^\p{L}\p{N}]+/gu, "-").replace(/^-+|-+$/g, "").slice(0, 60);
+  return `${stem || "thread"}-${thread.id}.${extension}`;
+}
+
+function download(text, name, type) {
+  const url = URL.createObjectURL(new Blob([text], { type }));
+  const link = document.createElement("a");
+  link.href = url;
+  link.download = name;
+  document.body.append(link);
+  link.click();
+  link.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10_000);
+}
+
+// Downloads the open thread as `format` ("markdown" or "json"); throws the API's error.
+export async function exportThread(format) {
+  const id = state.threadId;
+  if (id === null) return null;
+  const thread = state.threads.get(id) ?? { id, name: `Thread ${id}` };
+  const messages = await allMessages(id);
+  const name = fileName(thread, format === "json" ? "json" : "md");
+  if (format === "json") download(asJson(thread, messages), name, "application/json");
+  else download(asMarkdown(thread, messages), name, "text/markdown");
+  return { name, count: messages.length };
+}
