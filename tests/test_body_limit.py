@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -110,8 +111,6 @@ def read_response(client: socket.socket) -> tuple[int, dict[str, str], bytes]:
 
 
 def readable(client: socket.socket) -> bool:
-    import select
-
     ready, _, _ = select.select([client], [], [], 0)
     return bool(ready)
 
