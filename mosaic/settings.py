@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 
 import environ
+from django.conf import global_settings
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -77,7 +78,9 @@ MOSAIC_DRAFT_INTERVAL = env.float("MOSAIC_DRAFT_INTERVAL", default=0.1)
 # A request body over this many bytes is refused `too-large` before it is read
 # (`mosaic.body_limit`); a body within it is held in memory, never spooled to a file.
 MOSAIC_REQUEST_MAX_BYTES = env.int("MOSAIC_REQUEST_MAX_BYTES", default=256 * 1024)
-FILE_UPLOAD_MAX_MEMORY_SIZE = max(MOSAIC_REQUEST_MAX_BYTES, 2_621_440)
+FILE_UPLOAD_MAX_MEMORY_SIZE = max(
+    MOSAIC_REQUEST_MAX_BYTES, global_settings.FILE_UPLOAD_MAX_MEMORY_SIZE
+)
 # The business whose tester the tester listener serves.
 MOSAIC_TESTER_BUSINESS = env.str("MOSAIC_TESTER_BUSINESS", default="demo")
 # Assistant runs (SPEC §7): the reply backend, `offline` or `openai` (any OpenAI-compatible

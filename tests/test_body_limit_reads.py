@@ -3,13 +3,16 @@ a limit small enough that a whole request arrives in one read.
 
 The real-socket tests (tests/test_body_limit.py) prove the refusal against `manage.py serve`;
 these pin what a socket cannot show exactly: how much of a body is kept, that a refused request
-whose body ends in the read that refused it never reaches the application, and that the
-refusal is the connection's only answer.
+whose body ends in the read that refused it never reaches the application, that the refusal is
+the connection's only answer, and that Django, next, spools no body within the limit either.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from types import SimpleNamespace
 from typing import Any
 
@@ -125,3 +128,18 @@ def test_form_post_is_not_parsed_by_the_server() -> None:
     )
     assert server.applications == ["/api/auth/login"]
     assert answers(transport) == []
+
+
+def test_django_holds_any_body_within_a_raised_limit_in_memory() -> None:
+    """Django's ASGI handler spools a body past FILE_UPLOAD_MAX_MEMORY_SIZE to a file: with a
+    limit raised past Django's default, the threshold follows it."""
+    read = (
+        "import os; os.environ['DJANGO_SETTINGS_MODULE'] = 'mosaic.settings'; "
+        "from django.conf import settings; print(settings.FILE_UPLOAD_MAX_MEMORY_SIZE)"
+    )
+    environment = {**os.environ, "MOSAIC_REQUEST_MAX_BYTES": "5000000"}
+    environment.pop("DJANGO_SETTINGS_MODULE", None)
+    answer = subprocess.run(
+        [sys.executable, "-c", read], env=environment, capture_output=True, text=True, check=True
+    )
+    assert int(answer.stdout) >= 5_000_000
