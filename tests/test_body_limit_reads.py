@@ -10,9 +10,6 @@ the connection's only answer, and that Django, next, spools no body within the l
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from types import SimpleNamespace
 from typing import Any
 
@@ -21,6 +18,7 @@ from twisted.internet.task import Clock
 from twisted.internet.testing import StringTransport
 
 from mosaic.body_limit import BoundedHTTPFactory, BoundedRequest
+from tests.test_deploy import setting_in_a_process
 
 LIMIT = 1000
 
@@ -133,13 +131,7 @@ def test_form_post_is_not_parsed_by_the_server() -> None:
 def test_django_holds_any_body_within_a_raised_limit_in_memory() -> None:
     """Django's ASGI handler spools a body past FILE_UPLOAD_MAX_MEMORY_SIZE to a file: with a
     limit raised past Django's default, the threshold follows it."""
-    read = (
-        "import os; os.environ['DJANGO_SETTINGS_MODULE'] = 'mosaic.settings'; "
-        "from django.conf import settings; print(settings.FILE_UPLOAD_MAX_MEMORY_SIZE)"
+    threshold = setting_in_a_process(
+        "settings.FILE_UPLOAD_MAX_MEMORY_SIZE", MOSAIC_REQUEST_MAX_BYTES="5000000"
     )
-    environment = {**os.environ, "MOSAIC_REQUEST_MAX_BYTES": "5000000"}
-    environment.pop("DJANGO_SETTINGS_MODULE", None)
-    answer = subprocess.run(
-        [sys.executable, "-c", read], env=environment, capture_output=True, text=True, check=True
-    )
-    assert int(answer.stdout) >= 5_000_000
+    assert int(threshold) >= 5_000_000
