@@ -4,7 +4,8 @@ A chat request's line is the app's own, L6's `chat METHOD PATH STATUS user="…"
 the actor is known, `chat.api.base.ChatView`); every other request — a page, a static file, a
 refusal made before any view (L1, L8, `too-large`, a busy server's 503) — gets its line here:
 `http METHOD PATH STATUS`, and a WebSocket one line when it ends: `ws PATH CODE`. daphne's own
-access log is off (`manage.py serve`): it repeated every one of these lines.
+access log is off (`manage.py serve`): it repeated every one of these lines. The server's own
+`too-large`, answered before the app runs (`mosaic.body_limit`), writes the same line.
 """
 
 from __future__ import annotations
@@ -24,6 +25,11 @@ request_log = logging.getLogger("mosaic.requests")
 # The scope's mark that the app wrote the request's line itself (L6): a dict, so the copies of
 # the scope that later layers make (`named`) share it.
 LOGGED_KEY = "mosaic.logged"
+
+
+def log_http(method: object, path: object, status: object) -> None:
+    """The line of an HTTP request the app did not log itself."""
+    request_log.info("http %s %s %s", method, path, status)
 
 
 def mark_logged(scope: Any) -> None:
@@ -62,8 +68,7 @@ def one_line_each(app: ASGIApp) -> ASGIApp:
             if not mark["done"]:
                 status = mark["status"] if mark["status"] is not None else "-"
                 if kind == "http":
-                    method, path = scope.get("method"), scope.get("path")
-                    request_log.info("http %s %s %s", method, path, status)
+                    log_http(scope.get("method"), scope.get("path"), status)
                 else:
                     request_log.info("ws %s %s", scope.get("path"), status)
 

@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 
 import environ
+from django.conf import global_settings
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -74,8 +75,12 @@ MOSAIC_ASSISTANT_ATTEMPTS = env.int("MOSAIC_ASSISTANT_ATTEMPTS", default=5)
 MOSAIC_ASSISTANT_RETRY_SECONDS = env.float("MOSAIC_ASSISTANT_RETRY_SECONDS", default=2.0)
 # A streamed reply's draft is stored (and shown) at most this often, in seconds.
 MOSAIC_DRAFT_INTERVAL = env.float("MOSAIC_DRAFT_INTERVAL", default=0.1)
-# A request body over this many bytes is refused `too-large` before it is read.
+# A request body over this many bytes is refused `too-large` before it is read
+# (`mosaic.body_limit`); a body within it is held in memory, never spooled to a file.
 MOSAIC_REQUEST_MAX_BYTES = env.int("MOSAIC_REQUEST_MAX_BYTES", default=256 * 1024)
+FILE_UPLOAD_MAX_MEMORY_SIZE = max(
+    MOSAIC_REQUEST_MAX_BYTES, global_settings.FILE_UPLOAD_MAX_MEMORY_SIZE
+)
 # The business whose tester the tester listener serves.
 MOSAIC_TESTER_BUSINESS = env.str("MOSAIC_TESTER_BUSINESS", default="demo")
 # Assistant runs (SPEC §7): the reply backend, `offline` or `openai` (any OpenAI-compatible
@@ -132,6 +137,8 @@ if MOSAIC_PRODUCTION:
 INSTALLED_APPS = [
     # broker first: its management commands (flush) take precedence over Django's.
     "broker",
+    # The site: its operational commands (`serve`, `cluster`).
+    "mosaic",
     "daphne",
     "django.contrib.admin",
     "django.contrib.auth",

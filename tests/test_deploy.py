@@ -166,16 +166,24 @@ def test_production_tester_listener_serves_plain_http_on_loopback(
     assert "strict-transport-security" not in answer.headers
 
 
+def setting_in_a_process(expression: str, **environment: str) -> str:
+    """`expression` over `settings`, as a fresh process with `environment` reads it."""
+    read = (
+        "import django, os; os.environ['DJANGO_SETTINGS_MODULE'] = 'mosaic.settings'; "
+        f"from django.conf import settings; print({expression})"
+    )
+    variables = {**os.environ, **environment}
+    variables.pop("DJANGO_SETTINGS_MODULE", None)
+    answer = subprocess.run(
+        [sys.executable, "-c", read], env=variables, capture_output=True, text=True, check=True
+    )
+    return answer.stdout.strip()
+
+
 def test_settings_with_redis_share_the_cache_between_listener_processes() -> None:
     """The sign-in throttle counts on Django's cache: with REDIS_URL every listener process
     counts on Redis, never on a memory of its own."""
-    read = (
-        "import django, os; os.environ['DJANGO_SETTINGS_MODULE'] = 'mosaic.settings'; "
-        "from django.conf import settings; print(settings.CACHES['default']['BACKEND'])"
+    backend = setting_in_a_process(
+        "settings.CACHES['default']['BACKEND']", REDIS_URL="redis://127.0.0.1:6379/0"
     )
-    environment = {**os.environ, "REDIS_URL": "redis://127.0.0.1:6379/0"}
-    environment.pop("DJANGO_SETTINGS_MODULE", None)
-    answer = subprocess.run(
-        [sys.executable, "-c", read], env=environment, capture_output=True, text=True, check=True
-    )
-    assert answer.stdout.strip() == "django.core.cache.backends.redis.RedisCache"
+    assert backend == "django.core.cache.backends.redis.RedisCache"

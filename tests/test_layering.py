@@ -25,6 +25,33 @@ def test_broker_imports_no_transport() -> None:
     assert offenders == []
 
 
+def names_a_module(text: str, root: Path) -> bool:
+    """Whether `text` names a module of the project (`mosaic.asgi`, `mosaic.asgi:application`),
+    as an import string would; a logger's name (`mosaic.security`) names none."""
+    dotted = text.split(":", 1)[0]
+    # A dotted path: a lone package name is also a word (the `tester` role).
+    if "." not in dotted or not dotted.replace(".", "").replace("_", "").isalnum():
+        return False
+    path = root.joinpath(*dotted.split("."))
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
+def test_broker_names_no_transport_module_in_strings() -> None:
+    """STYLE §19: the domain core loads no transport by import string either (`serve`, which
+    names the site's ASGI application, is the site's command)."""
+    root = Path(broker.__file__).parent.parent
+    offenders = [
+        f"{path.name}: {node.value}"
+        for path in Path(broker.__file__).parent.rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path)))
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and node.value.split(".")[0] in TRANSPORTS
+        and names_a_module(node.value, root)
+    ]
+    assert offenders == []
+
+
 def imported_packages(path: Path) -> list[str]:
     """The top-level packages `path` imports, relative imports left out."""
     names = []

@@ -9,7 +9,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.db import OperationalError
 
-from broker.management.commands.serve import OneLineCommandLine
+from mosaic.management.commands.serve import OneLineCommandLine
 from tests.listeners import HUMAN, TESTER, ListenerClient
 
 from ..listener_fixtures import PASSWORD

@@ -6,14 +6,17 @@ listener ends a run that a runner process holds."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections import Counter
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
 from tests.cluster.clients import Api, Follower
 from tests.cluster.conftest import PASSWORD, SERVICES, Cluster
 from tests.cluster.services import SLOW
+from tests.test_body_limit import HUGE, connect, head, read_response
 
 pytestmark = SERVICES
 
@@ -180,3 +183,15 @@ def test_cluster_stop_through_one_listener_ends_a_run_a_runner_process_holds(
             await api.aclose()
 
     asyncio.run(scenario())
+
+
+def test_cluster_listeners_refuse_an_oversized_body_before_reading_it(cluster: Cluster) -> None:
+    """Issue 27 item 1: every listener process of the cluster is `serve`'s bounded server: a
+    declared length over the limit is answered 413 `too-large` to its headers alone."""
+    for url in [*cluster.human_urls, cluster.tester_url]:
+        port = urlsplit(url).port
+        assert port is not None
+        with connect(port) as client:
+            client.sendall(head(port, "/api/chat/projects", {"Content-Length": str(HUGE)}))
+            status, _, body = read_response(client)
+        assert (status, json.loads(body)["error"]) == (413, "too-large"), url

@@ -12,13 +12,13 @@ import ipaddress
 from typing import Any
 
 from daphne.cli import CommandLineInterface  # type: ignore[import-untyped]
-from daphne.server import Server  # type: ignore[import-untyped]
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from broker.boot import refuse_invalid_businesses, refuse_unguarded_database
 from broker.runner.service import Runner
+from mosaic.body_limit import BoundedServer
 
 APPLICATIONS = {
     "both": "mosaic.asgi:application",
@@ -27,10 +27,11 @@ APPLICATIONS = {
 }
 
 
-class OneLineServer(Server):  # type: ignore[misc]
-    """daphne without its access log. Each request's one line is the listeners' own (README,
-    Logs): the chat API's L6 line naming its user, a line for every other request; daphne's
-    line for the same request made two."""
+class OneLineServer(BoundedServer):
+    """daphne refusing oversized bodies as they arrive (`mosaic.body_limit`), without its access
+    log. Each request's one line is the listeners' own (README, Logs): the chat API's L6 line
+    naming its user, a line for every other request; daphne's line for the same request made
+    two."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs["action_logger"] = None

@@ -29,7 +29,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connection, connections
 
 from broker.boot import refuse_invalid_businesses, refuse_unguarded_database
-from broker.management.commands.serve import is_loopback
+from mosaic.management.commands.serve import is_loopback
 
 START_SECONDS = 60.0
 # Runners end their claims `runner stopped` on SIGTERM; anything still alive after this is killed.
