@@ -10,6 +10,7 @@ from rest_framework import serializers
 
 from broker.actions import Stop
 from broker.models import (
+    Creator,
     Decision,
     Message,
     Project,
@@ -118,6 +119,8 @@ class ProjectOut(Shape[Project]):
     id = serializers.IntegerField()
     name = serializers.CharField()
     created_at = serializers.DateTimeField()
+    # Which side created it: the human's Console labels the tester's projects.
+    creator = serializers.ChoiceField(choices=Creator.choices)
 
 
 class ThreadOut(Shape[Thread]):
