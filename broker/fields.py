@@ -33,11 +33,9 @@ _BLANK = FILLERS | _BLANK_MARKS
 # Unicode general categories: control, format, and the three kinds of combining mark.
 _CONTROL = "Cc"
 _FORMAT = "Cf"
+# The categories no name may hold anywhere, as a sentence names them.
+_UNSEEN_KINDS = {_CONTROL: "control", _FORMAT: "format"}
 _COMBINING_MARKS = frozenset({"Mn", "Mc", "Me"})
-
-
-def _has_control_characters(value: str) -> bool:
-    return any(unicodedata.category(char) == _CONTROL for char in value)
 
 
 def _shows_nothing(value: str) -> bool:
@@ -72,12 +70,11 @@ def name_problem(text: str, *, what: str) -> str | None:
     """
     if not text or _shows_nothing(text):
         return f"The {what} must not be empty or invisible."
-    if _has_control_characters(text):
-        return f"The {what} must not contain control characters."
     for position, char in enumerate(text, start=1):
-        if unicodedata.category(char) == _FORMAT:
+        kind = _UNSEEN_KINDS.get(unicodedata.category(char))
+        if kind is not None:
             return (
-                f"The {what} must not contain format characters such as "
+                f"The {what} must not contain {kind} characters such as "
                 f"{character_label(char)} (character {position})."
             )
     if _is_space(text[0]):
