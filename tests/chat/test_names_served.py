@@ -12,6 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tester.suites.client import TesterClient
 from tests.console.api import LiveApi
 from tests.console.server import HUMAN_USERNAME, PASSWORD, LiveServer, serving
 from tests.names import REFUSED_NAMES
@@ -125,3 +126,12 @@ def test_served_start_reports_stored_names_breaking_the_rule_and_keeps_them(
     finally:
         tester.close()
     assert "old\u200bname" in names
+
+
+def test_served_suite_runner_finds_its_project_under_either_spelling(server: LiveServer) -> None:
+    """The conversation-test runner finds the project it made again though its suite file spells
+    the name decomposed: the service stored it composed."""
+    client = TesterClient(server.tester_url)
+    first = client.project_id("Suite cafe\u0301")
+    assert client.project_id("Suite cafe\u0301") == first
+    assert client.project_id("Suite caf\u00e9") == first
