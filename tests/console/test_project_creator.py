@@ -3,11 +3,13 @@ tester's `launch` beside the human's own never passes as the human's."""
 
 from __future__ import annotations
 
+import pytest
 from playwright.sync_api import expect
 
 from tests.console.api import LiveApi
 from tests.console.conftest import OpenConsole
 from tests.console.pages import unique
+from tests.console.test_accessibility import violations
 
 
 def test_human_console_project_list_tags_the_testers_project(
@@ -40,3 +42,21 @@ def test_tester_console_project_list_has_no_tags(
     projects = tester.get_by_role("list", name="Projects", exact=True)
     expect(projects.get_by_role("button", name=name, exact=True)).to_be_visible()
     expect(projects.locator(".tester-tag")).to_have_count(0)
+
+
+@pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
+def test_human_console_tester_tag_is_accessible_chosen_or_not(
+    open_console: OpenConsole, tester_api: LiveApi, dark: bool
+) -> None:
+    """axe finds no serious violation with the tag on a chosen project and an unchosen one."""
+    chosen, other = unique("tagged"), unique("tagged")
+    tester_api.create_project(chosen)
+    tester_api.create_project(other)
+    human = open_console("human", dark=dark)
+    projects = human.get_by_role("list", name="Projects", exact=True)
+    projects.get_by_role("button", name=f"{chosen} tester", exact=True).click()
+    expect(projects.get_by_role("button", name=f"{chosen} tester", exact=True)).to_have_attribute(
+        "aria-current", "true"
+    )
+    expect(projects.get_by_role("button", name=f"{other} tester", exact=True)).to_be_visible()
+    assert violations(human) == []
