@@ -116,10 +116,13 @@ class ErrorOut(serializers.Serializer[Any]):
 
 
 class ProjectOut(Shape[Project]):
+    """A project of the business: both sides see every project, and `creator` says which side
+    made it."""
+
     id = serializers.IntegerField()
     name = serializers.CharField()
     created_at = serializers.DateTimeField()
-    # Which side created it: the human's Console labels the tester's projects.
+    # The human's Console tags the tester's projects (issue 27).
     creator = serializers.ChoiceField(choices=Creator.choices)
 
 
