@@ -14,7 +14,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import connection
 
 from broker import guards
-from broker.checks import E003, stored_business_problems
+from broker.checks import E003, stored_business_problems, stored_name_problems
 
 
 def refuse_invalid_businesses() -> None:
@@ -38,6 +38,12 @@ def refuse_unguarded_database() -> None:
             + "; ".join(absent)
             + ". Run `manage.py migrate`, which installs them."
         )
+
+
+def stored_name_warnings() -> list[str]:
+    """`mosaic.W001` as lines to print at start: stored names that today's name rule refuses.
+    They do not keep anything from starting; they are reported, never rewritten."""
+    return [f"{problem.id}: {problem.msg} {problem.hint}" for problem in stored_name_problems()]
 
 
 def started() -> None:

@@ -20,28 +20,78 @@ ID_DIGITS = "[0-9]{1,18}"
 _ID = re.compile(ID_DIGITS)
 
 
-# Bidirectional embeddings, overrides and isolates (U+202A–U+202E, U+2066–U+2069). In a name
-# they reorder what a reader sees ("report\u202egpj.exe" shows as "reportexe.jpg"), and names
-# are what people pick threads and projects by.
-BIDI_CONTROLS = frozenset(chr(code) for code in (*range(0x202A, 0x202F), *range(0x2066, 0x206A)))
 # Characters that show nothing though they are neither whitespace nor format characters (Cf):
-# the combining grapheme joiner, Hangul and Khmer fillers, the blank Braille pattern and the
+# the Hangul fillers and the blank Braille pattern. At either end of a name they are a space
+# by another name ("launch\u3164" beside "launch").
+FILLERS = frozenset("\u115f\u1160\u2800\u3164\uffa0")
+# Marks that show nothing: the combining grapheme joiner, the Khmer inherent vowels and the
 # variation selectors.
-_BLANK = frozenset(
-    "\u034f\u115f\u1160\u17b4\u17b5\u2800\u3164\uffa0"
-    + "".join(chr(code) for code in range(0xFE00, 0xFE10))
+_BLANK_MARKS = frozenset(
+    "\u034f\u17b4\u17b5" + "".join(chr(code) for code in range(0xFE00, 0xFE10))
 )
-
-
-def _has_control_characters(value: str) -> bool:
-    return any(unicodedata.category(char) == "Cc" for char in value)
+_BLANK = FILLERS | _BLANK_MARKS
+# Unicode general categories: control, format, and the three kinds of combining mark.
+_CONTROL = "Cc"
+_FORMAT = "Cf"
+# The categories no name may hold anywhere, as a sentence names them.
+_UNSEEN_KINDS = {_CONTROL: "control", _FORMAT: "format"}
+_COMBINING_MARKS = frozenset({"Mn", "Mc", "Me"})
 
 
 def _shows_nothing(value: str) -> bool:
     """Only whitespace, format characters (zero-width ones among them) and blanks."""
     return all(
-        char.isspace() or char in _BLANK or unicodedata.category(char) == "Cf" for char in value
+        char.isspace() or char in _BLANK or unicodedata.category(char) == _FORMAT for char in value
     )
+
+
+def _is_space(char: str) -> bool:
+    """A space of any kind: whitespace (the no-break and ideographic spaces among them) or a
+    filler that shows as one."""
+    return char.isspace() or char in FILLERS
+
+
+def character_label(char: str) -> str:
+    """`U+200B ZERO WIDTH SPACE`: a character as a sentence can name it, whether or not it shows."""
+    name = unicodedata.name(char, "")
+    return f"U+{ord(char):04X} {name}" if name else f"U+{ord(char):04X}"
+
+
+def name_problem(text: str, *, what: str) -> str | None:
+    """Why `text` is no name a person could tell apart from another, as a sentence; None when
+    it is one. The one rule for project and thread names (and the names of suites, cases and
+    instances), read by every path that takes a name and by the start check of stored ones.
+
+    A name people pick things by must look like what it is: no control or format characters
+    (zero-width ones, the byte order mark and the bidirectional controls are all format
+    characters, category Cf), no space of any kind at either end, no combining mark to start
+    it (it would join whatever stands before the name), something visible, and in Unicode
+    normal form C, so that one look is one name.
+    """
+    if not text or _shows_nothing(text):
+        return f"The {what} must not be empty or invisible."
+    for position, char in enumerate(text, start=1):
+        kind = _UNSEEN_KINDS.get(unicodedata.category(char))
+        if kind is not None:
+            return (
+                f"The {what} must not contain {kind} characters such as "
+                f"{character_label(char)} (character {position})."
+            )
+    if _is_space(text[0]):
+        return f"The {what} must not start with a space ({character_label(text[0])})."
+    if _is_space(text[-1]):
+        return f"The {what} must not end with a space ({character_label(text[-1])})."
+    if unicodedata.category(text[0]) in _COMBINING_MARKS:
+        return f"The {what} must not start with a combining mark ({character_label(text[0])})."
+    if not unicodedata.is_normalized("NFC", text):
+        return f"The {what} must be in Unicode normal form C."
+    return None
+
+
+def normal_name(text: str) -> str:
+    """`text` in Unicode normal form C, the form every name is stored and looked up in: "é"
+    typed as one character or as "e" and a combining accent is one name."""
+    return unicodedata.normalize("NFC", text)
 
 
 def clean_text(value: object, *, what: str) -> str:
@@ -60,20 +110,17 @@ def clean_text(value: object, *, what: str) -> str:
 
 
 def clean_name(value: object, *, what: str, limit: int | None = None) -> str:
-    """A project or thread name: 1 to MOSAIC_NAME_MAX characters (or `limit`, for names of
-    other things), something visible among them, no control characters and no bidirectional
-    controls."""
-    text = clean_text(value, what=what)
+    """A project or thread name (or a name of another thing, with its own `limit`), in normal
+    form C (`normal_name`), that `name_problem` finds nothing wrong with, and 1 to
+    MOSAIC_NAME_MAX characters."""
+    text = normal_name(clean_text(value, what=what))
     if limit is None:
         limit = settings.MOSAIC_NAME_MAX
-    if _shows_nothing(text):
-        raise Refusal(refusals.INVALID, f"The {what} must not be empty or invisible.")
+    problem = name_problem(text, what=what)
+    if problem is not None:
+        raise Refusal(refusals.INVALID, problem)
     if len(text) > limit:
         raise Refusal(refusals.INVALID, f"The {what} must be at most {limit} characters.")
-    if _has_control_characters(text):
-        raise Refusal(refusals.INVALID, f"The {what} must not contain control characters.")
-    if not BIDI_CONTROLS.isdisjoint(text):
-        raise Refusal(refusals.INVALID, f"The {what} must not contain bidirectional controls.")
     return text
 
 

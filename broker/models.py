@@ -21,6 +21,15 @@ TESTER = "tester"
 RESERVED_ADDRESSES = (HUMAN, TESTER)
 
 
+class Creator(models.TextChoices):
+    """Which side created a project: both sides see every project, and the human's list says
+    which ones the tester made (a `created_by` of `tester`), so tester projects never pass as
+    the human's own."""
+
+    HUMAN = HUMAN
+    TESTER = TESTER
+
+
 class EventKind(models.TextChoices):
     HUMAN_INPUT = "human.input"
     TASK_CREATED = "task.created"
@@ -188,6 +197,10 @@ class Project(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def creator(self) -> Creator:
+        return Creator.TESTER if self.created_by == TESTER else Creator.HUMAN
 
 
 class Thread(models.Model):

@@ -10,6 +10,7 @@ from rest_framework import serializers
 
 from broker.actions import Stop
 from broker.models import (
+    Creator,
     Decision,
     Message,
     Project,
@@ -115,9 +116,14 @@ class ErrorOut(serializers.Serializer[Any]):
 
 
 class ProjectOut(Shape[Project]):
+    """A project of the business: both sides see every project, and `creator` says which side
+    made it."""
+
     id = serializers.IntegerField()
     name = serializers.CharField()
     created_at = serializers.DateTimeField()
+    # The human's Console tags the tester's projects (issue 27).
+    creator = serializers.ChoiceField(choices=Creator.choices)
 
 
 class ThreadOut(Shape[Thread]):

@@ -4,7 +4,8 @@ JSON documents are the chat API's own shapes (`chat.api.shapes`, SPEC §6); the 
 people:
 `#<id> <from_role> → <to_role>: <body>` for a message, with `[state]` after a turn whose reply
 is off its usual course (SPEC §7.1: `[working]`, `[retrying: why]`, `[stopped]`,
-`[failed: why]`) and `[cut off]` after a reply the model stopped at its token limit.
+`[failed: why]`) and `[cut off]` after a reply the model stopped at its token limit;
+`#<id> <name>` for a project, with `[tester]` after one the tester created.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import unicodedata
 from datetime import datetime
 from typing import Any
 
-from broker.models import Message, Project, ReplyState, Thread, ThreadOpen
+from broker.models import Creator, Message, Project, ReplyState, Thread, ThreadOpen
 from chat.api import shapes
 
 # Continuation lines of a multi-line body are indented, so every message line starts with `#`.
@@ -47,7 +48,9 @@ def project_json(project: Project) -> dict[str, Any]:
 
 
 def project_line(project: Project) -> str:
-    return f"#{project.pk} {project.name}"
+    """`#<id> <name>`, with `[tester]` after a project the tester created."""
+    line = f"#{project.pk} {project.name}"
+    return f"{line} [tester]" if project.creator == Creator.TESTER else line
 
 
 def thread_json(thread: Thread) -> dict[str, Any]:

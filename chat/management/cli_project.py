@@ -19,9 +19,10 @@ def all_projects(actor: Actor) -> list[Project]:
 def project_named(actor: Actor, value: str) -> Project:
     """The project called `value`; failing that, the project whose id it is."""
     projects = all_projects(actor)
+    name = fields.normal_name(value)
     # A name wins over an id, so a project called "12" is still reachable by its name.
     for project in projects:
-        if project.name == value:
+        if project.name == name:
             return project
     try:
         wanted = fields.parse_id(value, what="project")

@@ -2,7 +2,7 @@
 
 import { get, query, write } from "./api.js";
 import { hasInbox, onThreadChanged, showThreadActions, showUnreadTotal, threadDetails } from "./inbox.js";
-import { $, element, say, state } from "./page.js";
+import { $, element, listener, say, state } from "./page.js";
 
 const PAGE_SIZE = 50;
 const SEARCH_DELAY_MS = 250;
@@ -25,10 +25,18 @@ function showProjects(projects) {
   const list = $("projects");
   list.replaceChildren();
   for (const project of projects) {
-    const choice = element("button", "choice", project.name);
+    const choice = element("button", "choice");
+    const name = element("span", "", project.name);
+    name.dir = "auto";
+    choice.append(name);
+    // The human's list says, in words, which projects the tester made (issue 27), as the
+    // human's trail tags tester traffic.
+    if (project.creator === "tester" && listener === "human") {
+      choice.append(" ", element("span", "tester-tag", "tester"));
+    }
     choice.type = "button";
-    choice.dir = "auto";
     choice.dataset.id = project.id;
+    choice.dataset.creator = project.creator;
     choice.addEventListener("click", () => choose.project(project.id));
     const item = element("li");
     item.append(choice);

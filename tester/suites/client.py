@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import time
+import unicodedata
 import urllib.error
 import urllib.request
 import uuid
@@ -146,12 +147,15 @@ class TesterClient:
         return int(answer["project"]["id"])
 
     def find_project(self, name: str) -> int | None:
+        # The service stores names in Unicode normal form C: a suite file may spell "é" as
+        # "e" and a combining accent.
+        wanted = unicodedata.normalize("NFC", name)
         after = 0
         while True:
             _, answer = self.request("GET", f"/api/chat/projects?after={after}&limit={PAGE}")
             projects = answer["projects"]
             for project in projects:
-                if project["name"] == name:
+                if project["name"] == wanted:
                     return int(project["id"])
             if len(projects) < PAGE:
                 return None

@@ -483,8 +483,23 @@ def test_project_create_and_projects_list_both_sides(business: Business) -> None
     """Projects belong to the business: the tester may create one, and both sides list it."""
     created = json.loads(run("project", "create", "--name", "tests", "--tester", "--json"))
     assert created["project"]["name"] == "tests"
-    assert run("projects").splitlines() == [f"#{created['project']['id']} tests"]
+    assert created["project"]["creator"] == "tester"
+    # Issue 27: a project the tester created says so, on either side.
+    line = f"#{created['project']['id']} tests [tester]"
+    assert run("projects").splitlines() == [line]
+    assert run("projects", "--tester").splitlines() == [line]
     assert refused("project", "create", "--name", "tests") == (2, refusals.PROJECT_EXISTS)
+
+
+def test_projects_list_human_project_has_no_tester_mark(product: Project) -> None:
+    assert run("projects").splitlines() == [f"#{product.pk} product"]
+
+
+def test_thread_create_project_named_in_another_normal_form_finds_it(business: Business) -> None:
+    """Issue 27: names are stored in normal form C, and `--project` is read in it too."""
+    run("project", "create", "--name", "Cafe\u0301")
+    created = json.loads(run("thread", "create", "--project", "Caf\u00e9", "--name", "t", "--json"))
+    assert created["thread"]["name"] == "t"
 
 
 # --- hostile input ----------------------------------------------------------------------
@@ -513,8 +528,18 @@ def test_cli_lone_surrogate_or_nul_in_an_option_refuses_invalid(
     assert (Project.objects.count(), Thread.objects.count()) == (1, 0)
 
 
-@pytest.mark.parametrize("name", ["report\u202egpj.exe", "\u2066x\u2069", "\u200b\u200b"])
-def test_cli_name_with_bidirectional_control_or_nothing_visible_refuses_invalid(
+@pytest.mark.parametrize(
+    "name",
+    [
+        "report\u202egpj.exe",
+        "\u2066x\u2069",
+        "\u200b\u200b",
+        "launch\u200b",
+        "launch\u00a0",
+        "\u0301launch",
+    ],
+)
+def test_cli_name_with_format_character_edge_space_leading_mark_or_nothing_visible_refuses_invalid(
     product: Project, name: str
 ) -> None:
     assert refused("project", "create", "--name", name) == (2, refusals.INVALID)

@@ -16,7 +16,7 @@ from chat.gates import HUMAN_GATES, SIGN_IN_GATES
 from tester.gates import TESTER_GATES
 from tests.listeners import ListenerClient
 
-PROJECT = {"id", "name", "created_at"}
+PROJECT = {"id", "name", "created_at", "creator"}
 THREAD = {
     "id",
     "project",

@@ -121,6 +121,15 @@ def test_schema_documents_error_body_for_refusals() -> None:
     assert sorted(component["required"]) == ["detail", "error"]
 
 
+@pytest.mark.parametrize("schema", [HUMAN_SCHEMA, TESTER_SCHEMA], ids=["human", "tester"])
+def test_schema_project_shape_says_its_creator_human_or_tester(schema: dict[str, Any]) -> None:
+    """Issue 27: both listeners document `creator`, from the model's choices."""
+    components = schema["components"]["schemas"]
+    creator = components["ProjectOut"]["properties"]["creator"]["$ref"].rsplit("/", 1)[1]
+    assert "creator" in components["ProjectOut"]["required"]
+    assert components[creator]["enum"] == ["human", "tester"]
+
+
 def test_human_schema_declares_the_session_on_every_route_but_sign_in() -> None:
     """L2: the ignored-auth check below covers exactly the routes that need a signed-in human."""
     unsecured = {

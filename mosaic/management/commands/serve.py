@@ -16,7 +16,11 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from broker.boot import refuse_invalid_businesses, refuse_unguarded_database
+from broker.boot import (
+    refuse_invalid_businesses,
+    refuse_unguarded_database,
+    stored_name_warnings,
+)
 from broker.runner.service import Runner
 from mosaic.body_limit import BoundedServer
 
@@ -72,6 +76,8 @@ class Command(BaseCommand):
         # import, for servers started without this command.
         refuse_invalid_businesses()
         refuse_unguarded_database()
+        for warning in stored_name_warnings():
+            self.stderr.write(warning)
         endpoints = []
         if listener in ("both", "human"):
             endpoints.append((settings.MOSAIC_HUMAN_HOST, settings.MOSAIC_HUMAN_PORT))
