@@ -193,7 +193,7 @@ class Run:
         return proc.copy_sqlite(template, self.workdir / f"{label}-{self.tag()}.sqlite3")
 
     def pg(self, suffix: str) -> str:
-        name = f"mosaic_bench_{suffix}"
+        name = f"mosaic_bench{proc.PG_BENCH_SUFFIX}_{suffix}"
         self.databases.append(name)
         return proc.create_pg(name)
 

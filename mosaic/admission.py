@@ -12,13 +12,15 @@ a wait it was never going to survive:
   (`MOSAIC_HTTP_QUEUE_SECONDS`), it is refused. A running job's remaining time is taken to be
   what it has run already: a stall (a slow commit, a database failing over) refuses no one
   until it has lasted the budget, and then refuses at once instead of queueing more.
-- **Sustained overload** (after CoDel: a queue that does not drain is a standing queue, not a
-  burst). When the jobs leaving the queue have waited more than `target` for a whole
-  `interval`, and the queue did not shrink over it, more arrive than the workers serve. Then
-  only `floor` queued requests per worker are kept — enough that no worker ever waits for
-  work, so the server still serves its capacity — and the rest are refused at once. A queue
-  that shrinks is a burst being worked off (the queue after a stall) and refuses no one. The
-  overload ends when an arrival finds a worker free.
+- **Sustained overload** (after CoDel: a queue that never empties is a standing queue, not a
+  burst). Once the budget has refused someone, more arrive than the workers serve, and a
+  queue of a whole budget would only make every answer late for as long as the overload
+  lasts and the server owe it when it ends. Then only `floor_per_worker` queued requests per
+  worker are kept — enough that no worker ever waits for work, so the server still serves
+  its capacity — and the rest are refused at once. The overload ends when an arrival finds a
+  worker free. It is the refusals, not the queue, that tell it: the standing queue of a
+  closed-loop load at capacity (each client waiting for its answer before sending again)
+  refuses no one, and neither does the queue a stall leaves behind.
 
 A job that starts later than `budget` after its admission (a stall that outlasted the
 estimate) is refused then: the bound on every answer stays.
@@ -30,10 +32,6 @@ import statistics
 from collections import deque
 from dataclasses import dataclass, field
 
-# How long a job may leave the queue above the target before the overload counts as sustained,
-# and the target: CoDel's figures scaled to requests of milliseconds.
-TARGET = 0.05
-INTERVAL = 0.1
 # Queued requests per worker kept in a sustained overload.
 FLOOR_PER_WORKER = 2
 # How many recent service times the estimate is the median of: one slow request moves it not.
@@ -46,17 +44,12 @@ class AdmissionPolicy:
 
     workers: int
     budget: float
-    target: float = TARGET
-    interval: float = INTERVAL
     floor_per_worker: int = FLOOR_PER_WORKER
     queued: int = 0
     overloaded: bool = False
     # When each running job started.
     started: list[float] = field(default_factory=list)
     services: deque[float] = field(default_factory=lambda: deque(maxlen=SERVICE_SAMPLES))
-    # Since when the jobs leaving the queue have waited above `target`, and the queue then.
-    above_since: float | None = None
-    queued_then: int = 0
 
     def service_time(self) -> float:
         """The median of the recent service times; 0 before any (nothing to judge by yet)."""
@@ -76,11 +69,12 @@ class AdmissionPolicy:
         if len(self.started) + self.queued < self.workers:
             # A worker is free: nothing waits, and whatever overload there was is over.
             self.overloaded = False
-            self.above_since = None
             self.queued += 1
             return True
         if self.expected_wait(now) > self.budget:
-            # It would not be served in time: told now rather than after the wait.
+            # It would not be served in time: told now rather than after the wait. More
+            # arrive than are served: the overload is sustained.
+            self.overloaded = True
             return False
         if self.overloaded and self.queued >= self.floor_per_worker * self.workers:
             # A standing queue: the workers have their next jobs; more would only wait.
@@ -92,9 +86,8 @@ class AdmissionPolicy:
         """A job leaves the queue; False when it waited past the budget (it is refused then,
         and does not run)."""
         self.queued -= 1
-        waited = now - admitted_at
-        self._observe(now, waited)
-        if waited > self.budget:
+        if now - admitted_at > self.budget:
+            self.overloaded = True
             return False
         self.started.append(now)
         return True
@@ -107,16 +100,3 @@ class AdmissionPolicy:
     def withdraw(self) -> None:
         """A queued job left before it started (its client went away)."""
         self.queued -= 1
-
-    def _observe(self, now: float, waited: float) -> None:
-        """CoDel's measure: how long the job leaving the queue waited in it."""
-        if waited <= self.target:
-            self.above_since = None
-            return
-        if self.above_since is None:
-            self.above_since, self.queued_then = now, self.queued
-            return
-        if now - self.above_since >= self.interval:
-            if self.queued >= self.queued_then:
-                self.overloaded = True
-            self.above_since, self.queued_then = now, self.queued

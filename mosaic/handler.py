@@ -37,7 +37,7 @@ from django.core.exceptions import RequestAborted
 from django.core.handlers.asgi import ASGIHandler, get_script_prefix
 from django.core.handlers.base import BaseHandler
 from django.core.handlers.exception import response_for_exception
-from django.http import HttpRequest, HttpResponseBase, JsonResponse
+from django.http import HttpResponseBase, JsonResponse
 from django.urls import set_script_prefix
 
 from broker import refusals
@@ -140,18 +140,12 @@ class PooledHandler(ASGIHandler):
             return
         try:
             set_script_prefix(get_script_prefix(scope))
-            request, error_response = self.create_request(scope, body_file)
             response: HttpResponseBase
-            if request is None:
-                # Django's own 400 or 413 for a request it could not build.
-                assert error_response is not None
-                response = error_response
-            else:
-                try:
-                    response = await self.workers.run(self.respond, request, scope)
-                except Overloaded:
-                    logger.warning("overloaded: %s %s answered 503", scope["method"], scope["path"])
-                    response = overloaded_response()
+            try:
+                response = await self.workers.run(self.respond, scope, body_file)
+            except Overloaded:
+                logger.warning("overloaded: %s %s answered 503", scope["method"], scope["path"])
+                response = overloaded_response()
             try:
                 await self.send_response(response, send)
             finally:
@@ -162,9 +156,16 @@ class PooledHandler(ASGIHandler):
         finally:
             body_file.close()
 
-    def respond(self, request: HttpRequest, scope: MutableMapping[str, Any]) -> HttpResponseBase:
-        """The whole sync request path, on a worker. `request_started` and `request_finished`
-        run here, so `close_old_connections` keeps or returns this worker's own connection."""
+    def respond(self, scope: MutableMapping[str, Any], body_file: Any) -> HttpResponseBase:
+        """The whole sync request path, on a worker, from building the request on (a refused
+        request costs the loop no more than its 503). `request_started` and
+        `request_finished` run here, so `close_old_connections` keeps or returns this worker's
+        own connection."""
+        request, error_response = self.create_request(scope, body_file)
+        if request is None:
+            # Django's own 400 or 413 for a request it could not build.
+            assert error_response is not None
+            return error_response
         try:
             signals.request_started.send(sender=self.__class__, scope=scope)
             response = self.get_response(request)

@@ -71,6 +71,7 @@ def test_admit_when_every_worker_has_been_held_past_the_budget_refuses_at_once()
     assert policy.admit(10.0) and policy.start(now=10.0, admitted_at=10.0)
     assert not policy.admit(11.5)
     assert policy.queued == 0
+    assert policy.overloaded
 
 
 def test_start_after_waiting_past_the_budget_is_refused_late() -> None:
@@ -79,10 +80,19 @@ def test_start_after_waiting_past_the_budget_is_refused_late() -> None:
     assert policy.admit(0.0)
     assert not policy.start(now=1.5, admitted_at=0.0)
     assert policy.queued == 0 and policy.started == []
+    assert policy.overloaded  # from then on
 
 
-def overload(policy: AdmissionPolicy, *, until: float, rate: float, service: float) -> list[bool]:
-    """Arrivals at `rate` per second from t=10 to `until`, onto workers that each take
+def overload(
+    policy: AdmissionPolicy,
+    *,
+    until: float,
+    rate: float,
+    service: float,
+    clients: int | None = None,
+) -> list[bool]:
+    """Arrivals at `rate` per second from t=10 to `until` (with `clients`, only while fewer
+    than that many are queued or running: a closed loop), onto workers that each take
     `service` per job; returns each arrival's admission. Jobs start in order as workers free."""
     answers: list[bool] = []
     queue: list[float] = []
@@ -97,18 +107,19 @@ def overload(policy: AdmissionPolicy, *, until: float, rate: float, service: flo
             admitted_at = queue.pop(0)
             if policy.start(now=now, admitted_at=admitted_at):
                 running.append((now + service, now))
-        admitted = policy.admit(now)
-        answers.append(admitted)
-        if admitted:
-            queue.append(now)
+        if clients is None or len(queue) + len(running) < clients:
+            admitted = policy.admit(now)
+            answers.append(admitted)
+            if admitted:
+                queue.append(now)
         now += step
     return answers
 
 
 def test_admit_in_a_sustained_overload_keeps_only_the_floor_queued() -> None:
-    """At twice what the workers serve the queue grows; once the jobs leaving it have waited
-    above the target for an interval, only the floor stays queued and the rest are refused at
-    once — about half the arrivals, the workers still busy throughout."""
+    """At twice what the workers serve the queue grows until the budget refuses; from then on
+    only the floor stays queued and the rest are refused at once — about half the arrivals,
+    the workers still busy throughout."""
     policy = primed()
     answers = overload(policy, until=14.0, rate=400, service=0.01)
     assert policy.overloaded
@@ -131,24 +142,11 @@ def test_admit_after_the_overload_finds_a_worker_free_ends_it() -> None:
     assert not policy.overloaded
 
 
-def test_admit_a_queue_that_shrinks_is_a_burst_not_an_overload() -> None:
-    """The queue a stall leaves at half capacity drains however long its first jobs waited:
-    no one is refused for it."""
-    policy = primed(workers=1)
-    queue = [10.0] * 40
-    for _ in queue:
-        assert policy.admit(10.0)
-    now = 10.5  # the stall's end: the queue drains at 100 a second, arrivals come at 50
-    answers = []
-    while queue:
-        admitted_at = queue.pop(0)
-        assert policy.start(now=now, admitted_at=admitted_at)
-        policy.finish(now=now + 0.01, started_at=now)
-        now += 0.01
-        if len(answers) < 40 and round(now * 100) % 2 == 0:
-            answers.append(policy.admit(now))
-            if answers[-1]:
-                queue.append(now)
+def test_admit_a_closed_loop_at_capacity_refuses_no_one() -> None:
+    """Twenty clients each sending again as soon as answered: a standing queue of eighteen
+    behind two workers, which is the clients' own and never grows (P1)."""
+    policy = primed()
+    answers = overload(policy, until=14.0, rate=400, service=0.01, clients=20)
     assert all(answers)
     assert not policy.overloaded
 
