@@ -65,9 +65,8 @@ class WorkerPool:
     be served within `wait` seconds and the rest is refused at once.
     """
 
-    def __init__(self, *, size: int, wait: float, clock: Callable[[], float] = time.monotonic):
+    def __init__(self, *, size: int, wait: float) -> None:
         self.size = size
-        self._clock = clock
         self._executor = ThreadPoolExecutor(max_workers=size, thread_name_prefix="mosaic-http")
         # The policy is shared by the event loops that admit and the workers that start and
         # end jobs.
@@ -77,9 +76,16 @@ class WorkerPool:
     async def run(self, func: Callable[..., T], /, *args: Any) -> T:
         """`func(*args)` on a worker; `Overloaded` when it was refused admission."""
         with self._lock:
-            admitted_at = self._clock()
-            if not self._policy.admit(admitted_at):
-                raise Overloaded
+            admitted_at = time.monotonic()
+            was_overloaded = self._policy.overloaded
+            admitted = self._policy.admit(admitted_at)
+            overloaded = self._policy.overloaded
+        if overloaded != was_overloaded:
+            # One line when an overload begins and one when it ends, not one per refusal: each
+            # refused request has its access-log line already, and a line costs the loop.
+            logger.warning("overload %s", "began: refusing" if overloaded else "ended")
+        if not admitted:
+            raise Overloaded
         context = contextvars.copy_context()
         future = self._executor.submit(self._work, admitted_at, context.run, func, *args)
         future.add_done_callback(self._withdraw_if_cancelled)
@@ -89,14 +95,18 @@ class WorkerPool:
 
     def _work(self, admitted_at: float, func: Callable[..., T], /, *args: Any) -> T:
         with self._lock:
-            started_at = self._clock()
-            if not self._policy.start(now=started_at, admitted_at=admitted_at):
-                raise Overloaded
+            started_at = time.monotonic()
+            was_overloaded = self._policy.overloaded
+            started = self._policy.start(now=started_at, admitted_at=admitted_at)
+        if not started:
+            if not was_overloaded:
+                logger.warning("overload began: a request waited past the queue wait")
+            raise Overloaded
         try:
             return func(*args)
         finally:
             with self._lock:
-                self._policy.finish(now=self._clock(), started_at=started_at)
+                self._policy.finish(now=time.monotonic(), started_at=started_at)
 
     def _withdraw_if_cancelled(self, future: Future[Any]) -> None:
         if future.cancelled():
@@ -144,7 +154,6 @@ class PooledHandler(ASGIHandler):
             try:
                 response = await self.workers.run(self.respond, scope, body_file)
             except Overloaded:
-                logger.warning("overloaded: %s %s answered 503", scope["method"], scope["path"])
                 response = overloaded_response()
             try:
                 await self.send_response(response, send)
