@@ -903,25 +903,45 @@ def replies_per_second(
     with run.running(*runners):
         for runner in runners:
             runner.wait_for_line("runassistant: run-")
-        time.sleep(0.5)  # past the first claims, into the steady state
+        time.sleep(P5_SETTLE)  # past the first claims, into the steady state
         before, began = count_results(database), time.monotonic()
         time.sleep(run.plan.p5_window)
         after, ended = count_results(database), time.monotonic()
     return (after - before) / (ended - began)
 
 
+# P5's model answers each request after this long; the runners' default concurrency (a
+# runner's threads, `broker.runner.service.DEFAULT_CONCURRENCY`); how long the runners run
+# before the window.
+P5_MODEL_SECONDS = 0.2
+P5_RUNNER_CONCURRENCY = 8
+P5_SETTLE = 0.5
+
+
+def p5_turns_each(plan: Plan, threads: int, runners: int) -> int:
+    """Turns to queue in each thread so that none has run dry when the window ends, even if
+    the runners answered as fast as they could (every thread of each busy on the model).
+
+    Three turns a thread ran dry within the window of two runners: at twice one runner's
+    26 replies/s, 150 turns are gone before the window (0.5 s in, 3 s long) ends, and a window
+    that outlasts the work understates the rate — two runners could not have shown more than
+    about 1.6× one."""
+    most = runners * P5_RUNNER_CONCURRENCY / P5_MODEL_SECONDS
+    return math.ceil(most * (P5_SETTLE + plan.p5_window) / threads) + 1
+
+
 def p5_concurrency(run: Run, database: str, engine: str, configs: dict[str, list[list[str]]]):
     """P5 with a model taking 200 ms per reply and 50 busy threads."""
-    model = proc.fake_model(run.workdir, 0.2)
+    model = proc.fake_model(run.workdir, P5_MODEL_SECONDS)
     server = proc.product_server(run.workdir, database, label=f"product-p5-{engine}")
     figures: dict[str, list[float]] = {name: [] for name in configs}
     with run.running(model, server):
         threads = run.threads(server, 50)
         for repeat in range(run.plan.slow_repeats):
             for name, arguments in run.order(repeat, list(configs.items())):
-                # Enough turns that no thread runs dry during the window.
+                turns_each = p5_turns_each(run.plan, len(threads), len(arguments))
                 rate = replies_per_second(
-                    run, database, server, threads, model.url, arguments, turns_each=3
+                    run, database, server, threads, model.url, arguments, turns_each=turns_each
                 )  # type: ignore[attr-defined]
                 figures[name].append(rate)
                 run.log(f"P5 {engine} {name}: {rate:.1f} replies/s")
