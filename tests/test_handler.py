@@ -7,6 +7,7 @@ database connections: they need committed data (`transactional_db`).
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import time
 from typing import Any
@@ -282,3 +283,27 @@ def test_send_while_every_worker_is_busy_answers_503_retry_after_and_stores_noth
     sent = sync_call(app, "POST", path, b'{"body": "hello"}', cookies)
     assert sent.status == 201, sent.body
     assert Message.objects.count() == 1
+
+
+def test_pool_logs_an_overload_once_when_it_begins_and_once_when_it_ends(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Not a line per refused request: each has its access-log line already (L6)."""
+    pool = WorkerPool(size=1, wait=0.1)
+    release = threading.Event()
+
+    async def scenario() -> list[bool]:
+        holder = asyncio.ensure_future(pool.run(release.wait, 5))
+        await asyncio.sleep(0.3)
+        refused = [(await waited(pool))[0] for _ in range(3)]
+        release.set()
+        await holder
+        await pool.run(lambda: None)
+        return refused
+
+    with caplog.at_level(logging.WARNING, logger="mosaic.chat"):
+        assert async_to_sync(scenario)() == [True, True, True]
+    assert [r.getMessage() for r in caplog.records if r.name == "mosaic.chat"] == [
+        "overload began: refusing",
+        "overload ended",
+    ]
