@@ -113,3 +113,16 @@ def figures(
         "limit": limit,
         "recovery": recovery_seconds(records, drop_at, end, limit, width),
     }
+
+
+def goodput(records: Sequence[Record], start: float, end: float, capacity: float) -> float:
+    """Sends due in [start, end) answered 2xx, per second, ÷ `capacity` (sends/s): the share
+    of what the server can serve that it did serve."""
+    served = sum(1 for r in records if start <= r[0] < end and 200 <= r[2] < 300)
+    return served / (end - start) / capacity
+
+
+def refusal_latencies(records: Sequence[Record]) -> tuple[float, float]:
+    """(p50, p99) in seconds from due to answer of the sends refused 503."""
+    refused = [r[1] - r[0] for r in records if r[2] == 503 and r[1] is not None]
+    return percentile(refused, 0.5), percentile(refused, 0.99)

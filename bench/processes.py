@@ -27,6 +27,8 @@ START_SECONDS = 60.0
 PG_ADMIN = "postgres://postgres@127.0.0.1:5432/postgres"
 # The benchmarks' own Redis database, emptied before and after its phase.
 REDIS_BENCH_URL = os.environ.get("MOSAIC_BENCH_REDIS_URL", "redis://127.0.0.1:6379/1")
+# Scratch databases are named mosaic_bench<this>_<what>: two runs on one server need their own.
+PG_BENCH_SUFFIX = os.environ.get("MOSAIC_BENCH_PG_SUFFIX", "")
 # Servers on one core, load generators on another, so that neither takes the other's CPU
 # (and a server's CPU per send is its own); off with MOSAIC_BENCH_PIN=0 or on one core.
 PIN = os.environ.get("MOSAIC_BENCH_PIN", "1") != "0" and (os.cpu_count() or 1) >= 2

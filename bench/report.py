@@ -58,10 +58,15 @@ WHAT_WOULD_CLOSE = {
         "shape would take about 2 ms off each list, short of a 20-ms p99 on its own."
     ),
     "P5 concurrency": (
-        "Not worked on under the performance issue (P5 is issue 7's): two runners replying no "
-        "faster than one points to a shared bottleneck — the model stand-in, the business's "
-        "stream lock that every reply takes, or the CPU the runners share — which a profile of "
-        "both runners under this load would tell apart."
+        "Two runners of one business take turns at its stream lock (a PostgreSQL advisory "
+        "lock that every transaction appending to the business's streams holds until it "
+        "commits): sampled under this load, the runners' connections wait on it most of the "
+        "time, and its holder is mostly idle in its transaction, running the runner's Python "
+        "between statements. `turn.start` no longer takes it (it appends to no stream); the "
+        "claim, the reply and the release still do, each in its own transaction. What would "
+        "close it is a shorter hold of that lock — taken at the first appended row rather "
+        "than at the transaction's start, which needs every writer's row locks taken before "
+        "it so that no two writers deadlock."
     ),
     "P5 offline": (
         "The bus's share is a send, a claim and a reply's two inserts; the runner waits for a "
@@ -73,7 +78,10 @@ WHAT_WOULD_CLOSE = {
         "stalls at half capacity, P2's tail on PostgreSQL: a send waiting for the stream lock "
         "behind a slow commit (P1). The admission no longer refuses anyone in a lone stall (a "
         "sustained overload is judged by refused requests); what stays is the commit's own "
-        "time, which only a faster disk or a shorter hold of the stream lock would cut."
+        "time, which only a faster disk or a shorter hold of the stream lock would cut. Goodput "
+        "at 2× is what the server's one core has left after answering the refused half: a "
+        "refusal is decided at arrival and costs no worker, but its HTTP parse and 503 are "
+        "still the loop's."
     ),
 }
 

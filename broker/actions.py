@@ -749,8 +749,13 @@ def start_turn(actor: Actor, *, claim_id: int, turn_id: int) -> TurnProgress | N
 
     A turn that has used every attempt (`MOSAIC_ASSISTANT_ATTEMPTS`, runs that died counted)
     fails instead, and None is returned: the run goes on to the next turn.
+
+    Appends to no stream, so it leaves the business's stream lock to those that do (on
+    PostgreSQL it would make every start wait for every other writer of the business, and
+    two runners take turns): the claim's row lock is what keeps the turn's progress row to
+    this run, as for `turn.draft` (`replies.do_move`).
     """
-    with appending(actor.business_id):
+    with transaction.atomic():
         claim = access_claim(actor, claim_id=claim_id)
         turn, attempts = _owed_turn(claim, turn_id)
         limit: int = settings.MOSAIC_ASSISTANT_ATTEMPTS

@@ -80,7 +80,10 @@ def do_move(
     """Move an owed turn to `state` (its draft cleared); False when it is final already.
 
     Precondition: inside a transaction that holds the business's stream lock
-    (`actions.appending`), so no other writer creates the turn's row meanwhile.
+    (`actions.appending`) or the open claim on the turn's thread, locked (`access_claim`), so
+    no other writer creates the turn's row meanwhile: a turn is moved by the run holding its
+    thread's claim, or by a stop that locks the open claims before it moves their turns
+    (`do_stop`).
     """
     assert turn.thread_id is not None, "a turn is a thread message"
     changes: dict[str, object] = {

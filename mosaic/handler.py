@@ -12,26 +12,23 @@ as the process. Each worker keeps its database connection between requests (SQLi
 connections with health checks; PostgreSQL: checked out of the process's pool per request), and
 the database never sees more of them than there are workers and pool slots.
 
-Admission is bounded too: a request that finds every worker busy waits at most
-`MOSAIC_HTTP_QUEUE_SECONDS` on the event loop, where waiting costs neither a thread nor a
-connection, and is then answered 503 `unavailable` with `Retry-After`, having touched nothing.
-That wait is for bursts. Once a request has been refused, and until one finds a worker free
-again, the overload is sustained and a request waits at most `SUSTAINED_WAIT`: a full wait per
-request would keep a second of work queued for as long as the overload lasts, which the server
-then owes when it ends (about four seconds of slow answers at half capacity, P7) instead of
-serving the requests that come after. A stall shorter than the full wait (a slow commit) refuses
-no one: it is the refusals, not the busy workers, that tell an overload from a stall.
+Admission is bounded too, and decided as a request arrives (`mosaic.admission`): one the
+workers can serve within `MOSAIC_HTTP_QUEUE_SECONDS` is queued for them, the rest are answered
+503 `unavailable` with `Retry-After` at once, having touched nothing. The queue is the
+executor's own, so a worker that ends a job takes the next without a hop through the event
+loop: under overload the loop is the busiest part of the process, and a worker waiting on it
+for its next job is capacity lost.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import contextvars
 import logging
-import weakref
+import threading
+import time
 from collections.abc import Callable, MutableMapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Protocol, TypeVar
 
 from asgiref.sync import sync_to_async
@@ -40,11 +37,12 @@ from django.core.exceptions import RequestAborted
 from django.core.handlers.asgi import ASGIHandler, get_script_prefix
 from django.core.handlers.base import BaseHandler
 from django.core.handlers.exception import response_for_exception
-from django.http import HttpRequest, HttpResponseBase, JsonResponse
+from django.http import HttpResponseBase, JsonResponse
 from django.urls import set_script_prefix
 
 from broker import refusals
 from chat.errors import UNAVAILABLE_RETRY_AFTER, error_response
+from mosaic.admission import AdmissionPolicy
 
 logger = logging.getLogger("mosaic.chat")
 
@@ -52,85 +50,68 @@ T = TypeVar("T")
 
 
 class Overloaded(Exception):
-    """Every worker stayed busy for the whole admission wait."""
+    """The request was refused admission to the workers (`mosaic.admission`)."""
 
 
 class Workers(Protocol):
     async def run(self, func: Callable[..., T], /, *args: Any) -> T: ...
 
 
-# In a sustained overload (a request was refused, and none has found a worker free since) a
-# request waits at most this long.
-SUSTAINED_WAIT = 0.1
-
-
-class Admission:
-    """A loop's way in to the workers: their free slots, and whether the overload is sustained."""
-
-    def __init__(self, size: int) -> None:
-        self.slots = asyncio.Semaphore(size)
-        self.sustained = False
-
-
 class WorkerPool:
-    """`size` long-lived threads, and admission to them from the event loop.
+    """`size` long-lived threads, and admission to them.
 
     The executor's thread count is the hard bound on concurrent request work (and so on
-    database connections); the per-loop semaphore lets a request wait for a free worker on the
-    loop, up to `wait` seconds (`sustained_wait` in a sustained overload), instead of in the
-    executor's unbounded queue.
+    database connections); the admission policy bounds its queue, so that what is queued can
+    be served within `wait` seconds and the rest is refused at once.
     """
 
-    def __init__(
-        self,
-        *,
-        size: int,
-        wait: float,
-        sustained_wait: float = SUSTAINED_WAIT,
-    ) -> None:
+    def __init__(self, *, size: int, wait: float) -> None:
         self.size = size
-        self.wait = wait
-        self.sustained_wait = min(sustained_wait, wait)
         self._executor = ThreadPoolExecutor(max_workers=size, thread_name_prefix="mosaic-http")
-        self._admissions: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Admission] = (
-            weakref.WeakKeyDictionary()
-        )
-
-    def _admission_of(self, loop: asyncio.AbstractEventLoop) -> Admission:
-        admission = self._admissions.get(loop)
-        if admission is None:
-            admission = self._admissions[loop] = Admission(self.size)
-        return admission
-
-    def _wait_for(self, admission: Admission) -> float:
-        """How long a request arriving now may wait for a worker."""
-        if not admission.slots.locked():
-            admission.sustained = False
-        return self.sustained_wait if admission.sustained else self.wait
+        # The policy is shared by the event loops that admit and the workers that start and
+        # end jobs.
+        self._lock = threading.Lock()
+        self._policy = AdmissionPolicy(workers=size, budget=wait)
 
     async def run(self, func: Callable[..., T], /, *args: Any) -> T:
-        """`func(*args)` on a worker; `Overloaded` when none came free in time."""
-        loop = asyncio.get_running_loop()
-        admission = self._admission_of(loop)
-        slots = admission.slots
-        try:
-            async with asyncio.timeout(self._wait_for(admission)):
-                await slots.acquire()
-        except TimeoutError:
-            admission.sustained = True
-            raise Overloaded from None
-
-        def release(_: object) -> None:
-            # The slot is the worker's, not the waiting coroutine's: it is given back when the
-            # work ends, even if the client went away and the coroutine was cancelled.
-            # RuntimeError: the loop closed first, and its semaphore went with it.
-            with contextlib.suppress(RuntimeError):
-                loop.call_soon_threadsafe(slots.release)
-
+        """`func(*args)` on a worker; `Overloaded` when it was refused admission."""
+        with self._lock:
+            admitted_at = time.monotonic()
+            was_overloaded = self._policy.overloaded
+            admitted = self._policy.admit(admitted_at)
+            overloaded = self._policy.overloaded
+        if overloaded != was_overloaded:
+            # One line when an overload begins and one when it ends, not one per refusal: each
+            # refused request has its access-log line already, and a line costs the loop.
+            logger.warning("overload %s", "began: refusing" if overloaded else "ended")
+        if not admitted:
+            raise Overloaded
         context = contextvars.copy_context()
-        future = self._executor.submit(context.run, func, *args)
-        future.add_done_callback(release)
+        future = self._executor.submit(self._work, admitted_at, context.run, func, *args)
+        future.add_done_callback(self._withdraw_if_cancelled)
+        # Cancelled (the client went away), this cancels a job still queued; one already
+        # running runs to its end, and holds its worker until then.
         return await asyncio.wrap_future(future)
+
+    def _work(self, admitted_at: float, func: Callable[..., T], /, *args: Any) -> T:
+        with self._lock:
+            started_at = time.monotonic()
+            was_overloaded = self._policy.overloaded
+            started = self._policy.start(now=started_at, admitted_at=admitted_at)
+        if not started:
+            if not was_overloaded:
+                logger.warning("overload began: a request waited past the queue wait")
+            raise Overloaded
+        try:
+            return func(*args)
+        finally:
+            with self._lock:
+                self._policy.finish(now=time.monotonic(), started_at=started_at)
+
+    def _withdraw_if_cancelled(self, future: Future[Any]) -> None:
+        if future.cancelled():
+            with self._lock:
+                self._policy.withdraw()
 
 
 class CallingThread:
@@ -169,18 +150,11 @@ class PooledHandler(ASGIHandler):
             return
         try:
             set_script_prefix(get_script_prefix(scope))
-            request, error_response = self.create_request(scope, body_file)
             response: HttpResponseBase
-            if request is None:
-                # Django's own 400 or 413 for a request it could not build.
-                assert error_response is not None
-                response = error_response
-            else:
-                try:
-                    response = await self.workers.run(self.respond, request, scope)
-                except Overloaded:
-                    logger.warning("overloaded: %s %s answered 503", scope["method"], scope["path"])
-                    response = overloaded_response()
+            try:
+                response = await self.workers.run(self.respond, scope, body_file)
+            except Overloaded:
+                response = overloaded_response()
             try:
                 await self.send_response(response, send)
             finally:
@@ -191,9 +165,16 @@ class PooledHandler(ASGIHandler):
         finally:
             body_file.close()
 
-    def respond(self, request: HttpRequest, scope: MutableMapping[str, Any]) -> HttpResponseBase:
-        """The whole sync request path, on a worker. `request_started` and `request_finished`
-        run here, so `close_old_connections` keeps or returns this worker's own connection."""
+    def respond(self, scope: MutableMapping[str, Any], body_file: Any) -> HttpResponseBase:
+        """The whole sync request path, on a worker, from building the request on (a refused
+        request costs the loop no more than its 503). `request_started` and
+        `request_finished` run here, so `close_old_connections` keeps or returns this worker's
+        own connection."""
+        request, error_response = self.create_request(scope, body_file)
+        if request is None:
+            # Django's own 400 or 413 for a request it could not build.
+            assert error_response is not None
+            return error_response
         try:
             signals.request_started.send(sender=self.__class__, scope=scope)
             response = self.get_response(request)

@@ -104,3 +104,18 @@ def test_selection_unknown_id_exits() -> None:
 
     with pytest.raises(SystemExit):
         selection("P9")
+
+
+def test_goodput_is_2xx_sends_per_second_of_the_phase_over_capacity() -> None:
+    """P7: 2 s at 200 sends/s onto a server of capacity 100; 180 served, the rest refused."""
+    records = [sent(1.0 + i / 200, 0.01, 201 if i % 20 < 9 else 503) for i in range(400)]
+    before = [sent(0.5, 0.01)]  # due before the phase: not counted
+    assert overload.goodput(before + records, 1.0, 3.0, 100.0) == pytest.approx(0.9)
+
+
+def test_refusal_latencies_are_of_the_503_answers_alone() -> None:
+    refused = [sent(i, 0.01 * (i + 1), 503) for i in range(100)]
+    served = [sent(i, 3.0) for i in range(100)]
+    p50, p99 = overload.refusal_latencies(refused + served)
+    assert p50 == pytest.approx(0.5)
+    assert p99 == pytest.approx(1.0)  # nearest rank of 100: the slowest
