@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
-from django.db import DatabaseError, connection
+from django.db import connection
 from django.utils import timezone
 
 from broker.tester_purge import PurgeCounts, purge_tester_data
@@ -63,10 +63,10 @@ class RetentionThread(threading.Thread):
             while not self.stopped.is_set():
                 try:
                     self.retention.due()
-                except DatabaseError:
-                    # Retried at the next check: the purge is a day's work, not a reply.
+                except Exception:  # retried at the next check: a day's work, not a reply
                     logger.exception("tester-data purge failed")
                     self.retention.next_purge = None
+                    connection.close()
                 self.stopped.wait(self.interval)
         finally:
             connection.close()
