@@ -38,6 +38,7 @@ from broker.models import (
     Instance,
     Message,
     Project,
+    PurgePermit,
     RoleDefinition,
     SuiteCase,
     SuiteRun,
@@ -606,6 +607,15 @@ class TrailRowAdmin(ReadOnlyAdmin):
     @admin.display(description="text")
     def text_preview(self, obj: TrailRow) -> str:
         return preview(obj.text)
+
+
+@admin.register(PurgePermit)
+class PurgePermitAdmin(ReadOnlyAdmin):
+    """Empty but for a purge in progress: each purge deletes its permit before it commits, so a
+    row listed here long after it was made is one nobody should have stored."""
+
+    list_display = ("id", "txid", "created_at")
+    show_full_result_count = False
 
 
 @admin.register(Task)

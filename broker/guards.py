@@ -1,7 +1,9 @@
 """The invariants the database itself refuses to break (SPEC §3), as SQL for SQLite and PostgreSQL.
 
 - Message, Event, ThreadOpen, TrailRow and Decision are append-only: UPDATE and DELETE (and
-  TRUNCATE on PostgreSQL) are refused.
+  TRUNCATE on PostgreSQL) are refused. One DELETE passes: the tester-data purge's, of a row of a
+  tester-owned thread in a transaction that holds a purge permit (`broker.tester_purge`); the
+  rows of the human's threads, and every other table's, no transaction can delete.
 - R15: a Task's request is a `human.input` event. Events are append-only, so checking the kind
   when the task is written is enough.
 - A thread's message has the thread's instance as from_role or to_role.
@@ -36,6 +38,8 @@ from __future__ import annotations
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.base.schema import BaseDatabaseSchemaEditor
 
+from broker.models import TESTER, PurgePermit
+
 APPEND_ONLY_TABLES = (
     "broker_message",
     "broker_event",
@@ -43,6 +47,17 @@ APPEND_ONLY_TABLES = (
     "broker_trailrow",
     "broker_decision",
 )
+
+# The append-only tables whose rows belong to a thread (`thread_id`): the tester-data purge may
+# delete those of a tester-owned thread, under a permit.
+PURGEABLE_TABLES = (
+    "broker_message",
+    "broker_threadopen",
+    "broker_trailrow",
+    "broker_decision",
+)
+
+PURGE_PERMIT_TABLE = PurgePermit._meta.db_table
 
 # Message texts, shared by both vendors.
 R15_REFUSED = "broker_task request must be a human.input event (R15)"
@@ -79,11 +94,20 @@ def _sqlite_trigger(name: str, when: str, condition: str, message: str) -> str:
     )
 
 
-def _sqlite_append_only(table: str) -> tuple[str, ...]:
-    return tuple(
-        f"CREATE TRIGGER {table}_no_{verb.lower()} BEFORE {verb} ON {table}\n"
-        f"BEGIN SELECT RAISE(ABORT, '{append_only_refused(table)}'); END"
-        for verb in ("UPDATE", "DELETE")
+# A delete of a row of a tester-owned thread, while a purge permit exists.
+_SQLITE_TESTER_PURGE = f"""EXISTS (SELECT 1 FROM {PURGE_PERMIT_TABLE}) AND EXISTS (
+    SELECT 1 FROM broker_thread t WHERE t.id = OLD.thread_id AND t.owner = '{TESTER}'
+)"""
+
+
+def _sqlite_append_only(table: str, *, purgeable: bool) -> tuple[str, ...]:
+    """UPDATE and DELETE refused; with `purgeable`, a DELETE of a row of a tester-owned thread
+    passes while a purge permit exists (only the purging transaction can see its own)."""
+    refuse = f"BEGIN SELECT RAISE(ABORT, '{append_only_refused(table)}'); END"
+    when = f"WHEN NOT ({_SQLITE_TESTER_PURGE})\n" if purgeable else ""
+    return (
+        f"CREATE TRIGGER {table}_no_update BEFORE UPDATE ON {table}\n{refuse}",
+        f"CREATE TRIGGER {table}_no_delete BEFORE DELETE ON {table}\n{when}{refuse}",
     )
 
 
@@ -198,12 +222,26 @@ SQLITE_TRIGGERS = tuple(name for name, _ in _SQLITE_TRIGGER_TABLES)
 
 SQLITE_UNINSTALL = tuple(f"DROP TRIGGER IF EXISTS {name}" for name in SQLITE_TRIGGERS)
 
-# SQLite has no CREATE OR REPLACE TRIGGER: drop first, so installing refreshes every guard.
-SQLITE_INSTALL = (
-    *SQLITE_UNINSTALL,
-    *(statement for table in APPEND_ONLY_TABLES for statement in _sqlite_append_only(table)),
-    *(_sqlite_trigger(*check) for check in _SQLITE_CHECKS),
-)
+
+def sqlite_install(*, purge_permits: bool) -> tuple[str, ...]:
+    """The SQLite guards, installed anew. `purge_permits`: the permit table exists.
+
+    Before migration 0012 made that table, the delete guards refuse every delete: SQLite reads
+    a trigger's tables again whenever a table is renamed, and a trigger naming a missing table
+    would fail every later migration that rebuilds one.
+    """
+    return (
+        # SQLite has no CREATE OR REPLACE TRIGGER: drop first, so installing refreshes every guard.
+        *SQLITE_UNINSTALL,
+        *(
+            statement
+            for table in APPEND_ONLY_TABLES
+            for statement in _sqlite_append_only(
+                table, purgeable=purge_permits and table in PURGEABLE_TABLES
+            )
+        ),
+        *(_sqlite_trigger(*check) for check in _SQLITE_CHECKS),
+    )
 
 
 # --- PostgreSQL ---------------------------------------------------------------------------------
@@ -221,6 +259,21 @@ def _pg_raise(message: str, errcode: str) -> str:
 
 _PG_APPEND_ONLY = """
 BEGIN
+    RAISE EXCEPTION '% is append-only', TG_TABLE_NAME USING ERRCODE = 'restrict_violation';
+END"""
+
+# A DELETE of a row of a tester-owned thread, by a transaction holding a purge permit of its
+# own. Before migration 0012 made the permit table, a delete fails on the missing table: refused
+# all the same.
+_PG_TESTER_PURGE_ONLY = f"""
+BEGIN
+    IF EXISTS (
+        SELECT 1 FROM {PURGE_PERMIT_TABLE} WHERE txid = txid_current()
+    ) AND EXISTS (
+        SELECT 1 FROM broker_thread WHERE id = OLD.thread_id AND owner = '{TESTER}'
+    ) THEN
+        RETURN OLD;
+    END IF;
     RAISE EXCEPTION '% is append-only', TG_TABLE_NAME USING ERRCODE = 'restrict_violation';
 END"""
 
@@ -340,6 +393,15 @@ _PG_TRIGGERS = (
     *(
         (f"{table}_append_only", table, "BEFORE UPDATE OR DELETE", "ROW", "broker_append_only")
         for table in APPEND_ONLY_TABLES
+        if table not in PURGEABLE_TABLES
+    ),
+    *(
+        (f"{table}_append_only", table, "BEFORE UPDATE", "ROW", "broker_append_only")
+        for table in PURGEABLE_TABLES
+    ),
+    *(
+        (f"{table}_no_delete", table, "BEFORE DELETE", "ROW", "broker_tester_purge_only")
+        for table in PURGEABLE_TABLES
     ),
     *(
         (f"{table}_no_truncate", table, "BEFORE TRUNCATE", "STATEMENT", "broker_append_only")
@@ -350,6 +412,7 @@ _PG_TRIGGERS = (
 
 _PG_FUNCTIONS = {
     "broker_append_only": _PG_APPEND_ONLY,
+    "broker_tester_purge_only": _PG_TESTER_PURGE_ONLY,
     **{name: body for name, (_, _, body) in _PG_CHECKS.items()},
 }
 
@@ -381,13 +444,17 @@ VENDORS = ("sqlite", "postgresql")
 # The migration that first installs the guards: from then on the database must have them all.
 INSTALLED_BY = "0002_database_guards"
 
-_INSTALL = {"sqlite": SQLITE_INSTALL, "postgresql": POSTGRESQL_INSTALL}
 _UNINSTALL = {"sqlite": SQLITE_UNINSTALL, "postgresql": POSTGRESQL_UNINSTALL}
 
 
 def install(target: BaseDatabaseSchemaEditor | BaseDatabaseWrapper) -> None:
     """Create every guard; existing ones are replaced, so installing twice is harmless."""
-    _execute(target, _INSTALL)
+    connection = _connection(target)
+    permits = PURGE_PERMIT_TABLE in connection.introspection.table_names()
+    _execute(
+        target,
+        {"sqlite": sqlite_install(purge_permits=permits), "postgresql": POSTGRESQL_INSTALL},
+    )
 
 
 def uninstall(target: BaseDatabaseSchemaEditor | BaseDatabaseWrapper) -> None:

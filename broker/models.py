@@ -85,6 +85,7 @@ class TrailKind(models.TextChoices):
     THREAD_RENAMED = "thread.renamed"
     THREAD_ARCHIVED = "thread.archived"
     THREAD_UNARCHIVED = "thread.unarchived"
+    TESTER_PURGED = "tester.purged"  # old tester data deleted (`broker.tester_purge`)
 
 
 class MessageClass(models.TextChoices):
@@ -638,3 +639,21 @@ class SuiteCase(models.Model):
 
     def __str__(self) -> str:
         return f"{self.suite} · {self.case} ({self.instance})"
+
+
+class PurgePermit(models.Model):
+    """The tester-data purge's pass through the append-only guards (`broker.tester_purge`).
+
+    The guards let a DELETE of a message, open, trail row or decision through only while a
+    permit of the deleting transaction exists, and only for a row of a tester-owned thread.
+    The purge stores its permit first and deletes it last, in the same transaction, so none is
+    ever committed. PostgreSQL ties a permit to its transaction by id; SQLite has one writer,
+    and no other connection sees a row that is not committed.
+    """
+
+    # The transaction's id on PostgreSQL (`txid_current()`); null on SQLite.
+    txid = models.BigIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"purge permit {self.pk}"

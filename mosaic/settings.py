@@ -69,6 +69,8 @@ MOSAIC_HTTP_QUEUE_SECONDS = env.float("MOSAIC_HTTP_QUEUE_SECONDS", default=1.0)
 MOSAIC_DB_POOL_SIZE = env.int("MOSAIC_DB_POOL_SIZE", default=10)
 MOSAIC_DB_POOL_TIMEOUT = env.float("MOSAIC_DB_POOL_TIMEOUT", default=2.0)
 MOSAIC_CLAIM_LEASE_SECONDS = env.float("MOSAIC_CLAIM_LEASE_SECONDS", default=30.0)
+# Runners purge tester data older than this many days, once a day (unset: never; issue 26).
+MOSAIC_TESTER_RETENTION_DAYS: int | None = env.int("MOSAIC_TESTER_RETENTION_DAYS", default=None)
 # SPEC §7.1: a turn is tried at most this many times; after a transient failure the next
 # attempt waits the server's Retry-After, or this many seconds doubled per attempt (jittered).
 MOSAIC_ASSISTANT_ATTEMPTS = env.int("MOSAIC_ASSISTANT_ATTEMPTS", default=5)

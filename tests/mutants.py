@@ -188,6 +188,23 @@ MUTANTS = (
         ),
         suspects=("tests/broker/test_scenarios.py",),
     ),
+    Mutant(
+        "M15",
+        "the tester-data purge takes the human's threads too",
+        "broker/tester_purge.py",
+        (("project__business_id=business_id, owner=TESTER,", "project__business_id=business_id,"),),
+        suspects=("tests/broker/test_tester_purge.py",),
+    ),
+    Mutant(
+        "M16",
+        "the purge's delete guard lets a permit delete the human's rows",
+        "broker/guards.py",
+        (
+            ("t.id = OLD.thread_id AND t.owner = '{TESTER}'", "t.id = OLD.thread_id"),
+            ("id = OLD.thread_id AND owner = '{TESTER}'", "id = OLD.thread_id"),
+        ),
+        suspects=("tests/broker/test_tester_purge.py",),
+    ),
 )
 
 

@@ -5,6 +5,7 @@
 - `lease`: the heartbeat that renews leases and cancels a turn whose claim ended.
 - `turns`: a turn and its thread's history, as a backend sees it; the tester line.
 - `run`: one run of one thread, claim to release.
+- `retention`: the daily purge of old tester data (`MOSAIC_TESTER_RETENTION_DAYS`).
 - `service`: the `Runner` (dispatcher and worker pool), in-process or `manage.py runassistant`.
 - `backends`: the offline default and the OpenAI-compatible chat completions backend.
 """

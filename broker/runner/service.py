@@ -30,6 +30,7 @@ from broker.runner.claims import reap_expired
 from broker.runner.lease import LeaseKeeper
 from broker.runner.nudges import LayerNudges
 from broker.runner.pending import PendingThread, pending_threads
+from broker.runner.retention import DailyTesterPurge, RetentionThread
 from broker.runner.run import RunOutcome, run_thread
 
 logger = logging.getLogger("mosaic.runner")
@@ -96,6 +97,7 @@ class Runner:
         self._stopping = threading.Event()
         self._threads: list[threading.Thread] = []
         self._keeper: LeaseKeeper | None = None
+        self._retention: RetentionThread | None = None
         self._lease_seconds = 0.0
         self._nudges = LayerNudges(self.wake)
         self._stop_waking_here: Callable[[], None] = lambda: None
@@ -113,6 +115,7 @@ class Runner:
         """Start the dispatcher, the workers and the lease keeper; returns at once."""
         if self._threads:
             raise RuntimeError("runner already started")
+        retention = self.tester_retention()
         self.check_backends()
         self._lease_seconds = float(settings.MOSAIC_CLAIM_LEASE_SECONDS)
         self._keeper = LeaseKeeper(lease_seconds=self._lease_seconds)
@@ -127,7 +130,21 @@ class Runner:
             thread.start()
         self._stop_waking_here = events.wake_runners_here(self.wake)
         self._nudges.start()
+        if retention is not None:
+            self._retention = RetentionThread(retention)
+            self._retention.start()
         logger.info("runner %s started", self)
+
+    def tester_retention(self) -> DailyTesterPurge | None:
+        """The daily tester-data purge `MOSAIC_TESTER_RETENTION_DAYS` asks for (unset: None);
+        a negative number of days stops the start with `ImproperlyConfigured`."""
+        days: int | None = settings.MOSAIC_TESTER_RETENTION_DAYS
+        if days is None:
+            return None
+        try:
+            return DailyTesterPurge(days)
+        except ValueError as invalid:
+            raise ImproperlyConfigured(f"MOSAIC_TESTER_RETENTION_DAYS: {invalid}.") from invalid
 
     def check_backends(self) -> None:
         """Build the backend of every instance this runner serves and ask each model server
@@ -169,6 +186,8 @@ class Runner:
         self._stop_waking_here()
         self._nudges.stop(None if deadline is None else max(0.0, deadline - time.monotonic()))
         self._wake.set()
+        if self._retention is not None:
+            self._retention.stop()
         if self._keeper is not None:
             self._keeper.cancel_all()
         while True:
@@ -180,7 +199,7 @@ class Runner:
                 self._done(dropped)
         for _ in range(self.concurrency):
             self._queue.put(None)
-        for thread in self._threads:
+        for thread in [*self._threads, *([self._retention] if self._retention else [])]:
             thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
         if self._keeper is not None:
             self._keeper.stop(None if deadline is None else max(0.0, deadline - time.monotonic()))

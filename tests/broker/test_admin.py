@@ -29,6 +29,7 @@ from broker.models import (
     Message,
     MessageClass,
     Project,
+    PurgePermit,
     SuiteCase,
     SuiteRun,
     Task,
@@ -100,6 +101,8 @@ def records(business: Business, human: Actor, tester: Actor, assistant_run: Acto
         failures=[{"repeat": 1, "turn": 0, "sent": "hi", "expected": "hello", "actual": "no"}],
     )
     suite_runs.end_suite_run(tester, run_id=suite_run.pk)
+    # A purge's permit, as while one runs (it deletes it before it commits).
+    PurgePermit.objects.create()
 
     # A second business whose assistant may route decisions to its human (R19).
     other = make_business("acme", human="grace", cross_role=("human",))
