@@ -27,7 +27,7 @@ from django.utils.safestring import SafeString
 from django.utils.text import Truncator
 
 from broker import actions as broker_actions
-from broker import fields, suite_runs
+from broker import admin_bounds, fields, suite_runs
 from broker.actors import Actor
 from broker.models import (
     TESTER,
@@ -81,7 +81,14 @@ def preview(text: str) -> SafeString:
 
 
 class ReadOnlyAdmin(AnyModelAdmin):
-    """Viewable by staff with the view permission; no add, change or delete for anyone."""
+    """Viewable by staff with the view permission; no add, change or delete for anyone.
+
+    Every list is a page of LIST_ROWS whose count stops at COUNT_CAP, and the table's own total
+    is never counted (`show_full_result_count`): the record's tables reach millions of rows."""
+
+    paginator = admin_bounds.CappedCountPaginator
+    list_per_page = admin_bounds.LIST_ROWS
+    show_full_result_count = False
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
@@ -100,8 +107,10 @@ class ReadOnlyAdmin(AnyModelAdmin):
 
 
 class ReadOnlyThreadInline(AnyThreadInline):
-    """A thread's rows on its page: shown, never added, changed or deleted."""
+    """A thread's rows on its page, the newest INLINE_ROWS with a link to the rest: shown,
+    never added, changed or deleted."""
 
+    formset = admin_bounds.NewestRowsFormSet
     extra = 0
     can_delete = False
     ordering = ("id",)
@@ -464,7 +473,6 @@ class ThreadOpenAdmin(ReadOnlyAdmin):
     )
     list_select_related = ("thread__project__business",)
     search_fields = ("thread__name",)
-    date_hierarchy = "at"
 
     @admin.display(description="business", ordering="thread__project__business__slug")
     def business(self, obj: ThreadOpen) -> str:
@@ -495,7 +503,6 @@ class ThreadClaimAdmin(ReadOnlyAdmin):
     )
     list_select_related = ("thread__project__business", "instance")
     search_fields = ("thread__name", "run")
-    date_hierarchy = "claimed_at"
 
     @admin.display(description="business", ordering="thread__project__business__slug")
     def business(self, obj: ThreadClaim) -> str:
@@ -528,14 +535,14 @@ class MessageAdmin(ReadOnlyAdmin):
     )
     list_filter = (
         "message_class",
-        ("progress__state", admin.AllValuesFieldListFilter),
+        # The states from their choices: reading the distinct values would scan the table.
+        ("progress__state", admin.ChoicesFieldListFilter),
         ThreadOwnerKindFilter,
         ("business", admin.RelatedFieldListFilter),
         ("thread__project", BusinessScopedFilter),
     )
     list_select_related = ("business", "thread", "progress")
     search_fields = ("body",)
-    date_hierarchy = "created_at"
 
     @admin.display(description="body")
     def body_preview(self, obj: Message) -> str:
@@ -562,7 +569,6 @@ class TurnProgressAdmin(ReadOnlyAdmin):
     list_filter = ("state", ("thread__project__business", admin.RelatedFieldListFilter))
     list_select_related = ("thread",)
     search_fields = ("thread__name", "failure")
-    date_hierarchy = "updated_at"
 
 
 @admin.register(Event)
@@ -570,7 +576,6 @@ class EventAdmin(ReadOnlyAdmin):
     list_display = ("id", "at", "business", "kind", "body")
     list_filter = ("kind", ("business", admin.RelatedFieldListFilter))
     list_select_related = ("business",)
-    date_hierarchy = "at"
 
 
 @admin.register(TrailRow)
@@ -597,7 +602,6 @@ class TrailRowAdmin(ReadOnlyAdmin):
     )
     list_select_related = ("business", "thread")
     search_fields = ("text",)
-    date_hierarchy = "at"
 
     @admin.display(description="actor", ordering="actor_role")
     def actor(self, obj: TrailRow) -> str:
@@ -636,7 +640,6 @@ class DecisionAdmin(ReadOnlyAdmin):
     )
     list_select_related = ("business", "thread")
     search_fields = ("body",)
-    date_hierarchy = "created_at"
 
     @admin.display(description="body")
     def body_preview(self, obj: Decision) -> str:
@@ -649,7 +652,6 @@ class IdempotentWriteAdmin(ReadOnlyAdmin):
     list_filter = (OwnerKindFilter, ("business", admin.RelatedFieldListFilter))
     list_select_related = ("business",)
     search_fields = ("key",)
-    date_hierarchy = "created_at"
 
 
 # --- the tester's suite runs -------------------------------------------------------------
@@ -682,8 +684,6 @@ class SuiteRunAdmin(ReadOnlyAdmin):
     list_display = ("id", "business", "suite_names", "started_at", "ended_at", "counts_text")
     list_filter = (SuiteRunStateFilter, ("business", admin.RelatedFieldListFilter))
     list_select_related = ("business",)
-    list_per_page = 50
-    show_full_result_count = False
     date_hierarchy = "started_at"
     fields = (
         "business",
@@ -735,7 +735,6 @@ class SuiteCaseAdmin(ReadOnlyAdmin):
     )
     list_select_related = ("run",)
     list_per_page = 100
-    show_full_result_count = False
     search_fields = ("suite", "case")
     date_hierarchy = "created_at"
 
