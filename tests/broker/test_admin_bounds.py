@@ -31,6 +31,7 @@ from broker.models import (
 )
 from tests.broker import factories
 from tests.broker.test_admin import add_messages
+from tests.conftest import postgres_only
 
 # The record's tables: each grows with the traffic, to millions of rows.
 BIG_TABLES = [Message, TrailRow, TurnProgress, ThreadClaim, ThreadOpen]
@@ -169,3 +170,22 @@ def test_admin_lists_are_pages_of_fifty_without_date_hierarchy_on_big_tables() -
         assert model_admin.show_full_result_count is False, model
     for model in BIG_TABLES:
         assert admin.site.get_model_admin(model).date_hierarchy is None, model
+
+
+@postgres_only
+@pytest.mark.parametrize(
+    ("model", "column", "index"),
+    [(Message, "body", "message_body_search"), (TrailRow, "text", "trail_text_search")],
+    ids=["message-body", "trail-text"],
+)
+def test_text_search_reads_its_trigram_index_on_postgresql(
+    db: None, model: type[Model], column: str, index: str
+) -> None:
+    """The admin's search and the Console's message-text search ask `icontains`; on PostgreSQL
+    the trigram index on that very expression serves it (a few test rows would be read whole,
+    so the plan is asked with sequential scans off: the index must be usable, not merely
+    present)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")
+    plan = model._default_manager.filter(**{f"{column}__icontains": "summary"}).explain()
+    assert index in plan
