@@ -27,7 +27,7 @@ from django.utils.safestring import SafeString
 from django.utils.text import Truncator
 
 from broker import actions as broker_actions
-from broker import admin_bounds, fields, suite_runs
+from broker import admin_bounds, fields, suite_runs, thread_rows
 from broker.actors import Actor
 from broker.models import (
     TESTER,
@@ -129,6 +129,9 @@ class ReadOnlyThreadInline(AnyThreadInline):
 
 # --- filters -----------------------------------------------------------------------------
 
+# A list narrowed to one thread's rows, as the thread's page links to it.
+THREAD_PARAMETER = "thread__id__exact"
+
 
 class OwnerKindFilter(admin.SimpleListFilter):
     """Threads by owner kind: the tester's carry `tester`, the human's its username (R2)."""
@@ -159,12 +162,12 @@ class ThreadOwnerKindFilter(OwnerKindFilter):
     owner_path = "thread__owner"
 
 
-class TaskThreadFilter(admin.SimpleListFilter):
-    """A thread's tasks (`?thread=ID`, the thread page's link): a task names its thread only
-    through its request, the `human.input` event of the turn (R15)."""
+class ThreadRowsFilter(admin.SimpleListFilter):
+    """One thread's rows (`?thread__id__exact=ID`, the thread page's links), read newest first
+    from the (thread, id) index (`thread_rows`)."""
 
     title = "thread"
-    parameter_name = "thread"
+    parameter_name = THREAD_PARAMETER
 
     def lookups(
         self, request: HttpRequest, model_admin: admin.ModelAdmin[Any]
@@ -181,6 +184,19 @@ class TaskThreadFilter(admin.SimpleListFilter):
             thread_id = fields.parse_id(value, what="thread")
         except Refusal:
             return queryset.none()
+        return self.narrow(queryset, thread_id)
+
+    def narrow(self, queryset: QuerySet[Any], thread_id: int) -> QuerySet[Any]:
+        return queryset.filter(thread_rows.in_thread(thread_id)).order_by(*thread_rows.NEWEST_FIRST)
+
+
+class TaskThreadFilter(ThreadRowsFilter):
+    """A thread's tasks (`?thread=ID`, the thread page's link): a task names its thread only
+    through its request, the `human.input` event of the turn (R15)."""
+
+    parameter_name = "thread"
+
+    def narrow(self, queryset: QuerySet[Any], thread_id: int) -> QuerySet[Any]:
         return queryset.filter(request__body__thread=thread_id)
 
 
@@ -534,6 +550,7 @@ class MessageAdmin(ReadOnlyAdmin):
         "completion_tokens",
     )
     list_filter = (
+        ThreadRowsFilter,
         "message_class",
         # The states from their choices: reading the distinct values would scan the table.
         ("progress__state", admin.ChoicesFieldListFilter),
@@ -594,6 +611,7 @@ class TrailRowAdmin(ReadOnlyAdmin):
         "business",
     )
     list_filter = (
+        ThreadRowsFilter,
         "kind",
         "via",
         ThreadOwnerKindFilter,

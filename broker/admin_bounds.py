@@ -18,6 +18,8 @@ from django.utils.functional import cached_property
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
+from broker import thread_rows
+
 if TYPE_CHECKING:
     AnyPaginator = Paginator[Any]
 else:
@@ -66,8 +68,10 @@ class NewestRowsFormSet(BaseInlineFormSet):  # type: ignore[type-arg]
             # The thread's rows, ordered by the inline; the newest read from the end of the
             # (thread, id) index, then shown in the inline's order.
             rows = super().get_queryset()
-            newest = rows.order_by("-pk").values("pk")[:INLINE_ROWS]
-            self._queryset = rows.filter(pk__in=newest)
+            thread = thread_rows.in_thread(self.instance.pk)
+            newest = self.model._default_manager.filter(thread).order_by(*thread_rows.NEWEST_FIRST)
+            rows = rows.filter(pk__in=newest.values("pk")[:INLINE_ROWS])
+            self._queryset = rows
         return self._queryset
 
     @cached_property

@@ -1,5 +1,6 @@
 """Search at a million rows (issue 26): on PostgreSQL, trigram indexes that serve a text search
-of message bodies and trail rows, the admin's and the Consoles' alike.
+of message bodies and trail rows, the admin's and the Consoles' alike; and a thread's trail rows
+by id, on every database.
 
 Django's `icontains` reads `UPPER(column) LIKE UPPER(pattern)` on PostgreSQL, so each index is
 on that expression, with `pg_trgm`'s operator class: a search for a word anywhere in a text
@@ -8,7 +9,7 @@ reads the table; docs/decisions.md states the bound), and indexes declared on th
 be created there too, so these are plain SQL, run on PostgreSQL alone.
 """
 
-from django.db import migrations
+from django.db import migrations, models
 
 # (index, table, column): each text a staff or Console search looks into.
 SEARCHED = (
@@ -40,4 +41,10 @@ class Migration(migrations.Migration):
         ("broker", "0011_suite_runs"),
     ]
 
-    operations = [migrations.RunPython(create_search_indexes, drop_search_indexes)]
+    operations = [
+        migrations.RunPython(create_search_indexes, drop_search_indexes),
+        migrations.AddIndex(
+            model_name="trailrow",
+            index=models.Index(fields=["thread", "id"], name="trail_thread"),
+        ),
+    ]
