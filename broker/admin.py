@@ -440,7 +440,6 @@ class ThreadAdmin(ReadOnlyAdmin):
     )
     list_select_related = ("project__business", "instance")
     search_fields = ("name",)
-    date_hierarchy = "created_at"
     readonly_fields = ("all_messages", "trail_rows", "tasks")
     inlines = (MessageInline, ThreadOpenInline, ThreadClaimInline)
 

@@ -161,14 +161,15 @@ def test_admin_list_counts_no_further_than_the_cap(
 
 def test_admin_lists_are_pages_of_fifty_without_date_hierarchy_on_big_tables() -> None:
     """Every broker list pages by LIST_ROWS (or fewer) with the capped count; the record's
-    tables have no date hierarchy, whose first read is a DISTINCT over the whole table."""
+    tables and the threads have no date hierarchy, whose first read is a DISTINCT over the
+    whole table (on SQLite, a Python function per row: 1.4 s for 20,000 threads)."""
     for model, model_admin in admin.site._registry.items():
         if model._meta.app_label != "broker":
             continue
         assert isinstance(model_admin, ReadOnlyAdmin), model
         assert model_admin.paginator is admin_bounds.CappedCountPaginator, model
         assert model_admin.show_full_result_count is False, model
-    for model in BIG_TABLES:
+    for model in [*BIG_TABLES, Thread]:
         assert admin.site.get_model_admin(model).date_hierarchy is None, model
 
 
