@@ -57,6 +57,16 @@ WHAT_WOULD_CLOSE = {
         "listener's sign-in, the same for every read; compiling the list's query once per "
         "shape would take about 2 ms off each list, short of a 20-ms p99 on its own."
     ),
+    "P8": (
+        "The database's share is small once each read is bounded: measured in one process on "
+        "PostgreSQL, the thread page of the busiest thread makes 11 queries in about 40 ms and "
+        "the one-thread message list 6 in about 28 ms; the rest is Django rendering admin's "
+        "templates, for the thread page 50 read-only rows of twelve cells (profiled: "
+        "`template/base.py` resolve and render, `admin/helpers.py` AdminReadonlyField, "
+        "`admin/utils.py` display_for_field). That CPU is the server's one core's, shared here "
+        "with other work; fewer inline columns, or the thread page's messages as a plain "
+        "table instead of an inline formset, would cut it."
+    ),
     "P5 concurrency": (
         "Two runners of one business take turns at its stream lock (a PostgreSQL advisory "
         "lock that every transaction appending to the business's streams holds until it "
@@ -143,7 +153,7 @@ def render(
         "with shorter windows and a 20-second soak, and writes nothing; `python -m bench.run "
         "--only P7` (or `make bench BENCH_ARGS='--only P7'`) runs some scenarios alone. How "
         "the figures are made is in `bench/` (see its docstrings); P1–P4 and P7 have the "
-        "performance issue's targets, P5 and P6 issue 7's.",
+        "performance issue's targets, P5 and P6 issue 7's, P8 issue 26's.",
         "",
         f"Run at {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.",
         "",

@@ -37,7 +37,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, cast
 
-from bench import overload, report
+from bench import overload, report, staff_reads
 from bench import processes as proc
 from bench.profiles import summarise
 from bench.stats import median_of, median_summary, summary
@@ -45,7 +45,7 @@ from bench.stats import median_of, median_summary, summary
 SQLITE = "SQLite"
 SERVICES = "PostgreSQL + Redis"
 LAYERS = {SQLITE: "SQLite, in-memory layer", SERVICES: "PostgreSQL, Redis layer"}
-SCENARIOS = ("P1", "P1c", "P2", "P3", "P4", "P5", "P6", "P7")
+SCENARIOS = ("P1", "P1c", "P2", "P3", "P4", "P5", "P6", "P7", "P8")
 # P4 measures how long one read takes at scale, not how many reads the server bears: each path
 # is read at a rate well inside one server's capacity, so the figure is not queueing.
 P4_RATE = 10
@@ -73,6 +73,9 @@ class Plan:
     p4_threads: int
     p4_messages: int
     p4_seconds: float
+    p8_threads: int
+    p8_messages: int
+    p8_requests: int
     p5_sends: int
     p5_window: float
     slow_repeats: int
@@ -99,6 +102,9 @@ QUICK = Plan(
     p4_threads=1_000,
     p4_messages=10_000,
     p4_seconds=0.6,
+    p8_threads=1_000,
+    p8_messages=10_000,
+    p8_requests=5,
     p5_sends=10,
     p5_window=2.0,
     slow_repeats=1,
@@ -124,6 +130,9 @@ FULL = Plan(
     p4_threads=10_000,
     p4_messages=100_000,
     p4_seconds=10.0,
+    p8_threads=20_000,
+    p8_messages=1_000_000,
+    p8_requests=15,
     p5_sends=15,
     p5_window=3.0,
     slow_repeats=3,
@@ -721,22 +730,27 @@ def p7(
     }
 
 
-def p4(run: Run, template: Path) -> None:
-    plan = run.plan
-    database = run.sqlite_copy(template, "p4")
+def seed(database: str, threads: int, messages: int, *options: str) -> dict[str, Any]:
+    """`bench.seed` on `database`: what it seeded and the ids to read."""
     env = proc.base_environment(database, None)
     env["DJANGO_SETTINGS_MODULE"] = "mosaic.settings"
     done = subprocess.run(
-        [sys.executable, "-m", "bench.seed", str(plan.p4_threads), str(plan.p4_messages)],
+        [sys.executable, "-m", "bench.seed", str(threads), str(messages), *options],
         cwd=proc.ROOT,
         env=env,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=3600,
     )
     if done.returncode != 0:
         raise RuntimeError(done.stderr[-3000:])
-    seeded = json.loads(done.stdout.splitlines()[-1])["result"]
+    return json.loads(done.stdout.splitlines()[-1])["result"]
+
+
+def p4(run: Run, template: Path) -> None:
+    plan = run.plan
+    database = run.sqlite_copy(template, "p4")
+    seeded = seed(database, plan.p4_threads, plan.p4_messages)
     run.log(f"P4 seeded {seeded['threads']} threads, {seeded['messages']} messages")
     server = proc.product_server(run.workdir, database, label="product-p4")
     paths = {
@@ -793,6 +807,34 @@ def p4(run: Run, template: Path) -> None:
         "pinned in tests/broker/test_query_counts.py."
     )
     run.raw["P4"] = {"seeded": seeded, "runs": runs}
+
+
+def p8(run: Run, database: str, setup: str) -> None:
+    """P8 (issue 26): staff reads and the Console's reads at a million rows (`staff_reads`)."""
+    plan = run.plan
+    seeded = seed(database, plan.p8_threads, plan.p8_messages, "--trail")
+    run.log(
+        f"P8 {setup} seeded {seeded['messages']} messages and {seeded['trail']} trail rows "
+        f"in {seeded['seconds']:.0f} s"
+    )
+    server = proc.product_server(run.workdir, database, label=f"product-p8-{setup.lower()}")
+    with run.running(server):
+        figures = staff_reads.measure(server, seeded, plan.p8_requests)
+    section = run.section(
+        f"P8 {setup}",
+        f"P8 — staff reads with {seeded['threads']:,} threads, {seeded['messages']:,} messages "
+        f"and {seeded['trail']:,} trail rows ({setup})",
+        f"each page's p50 ≤ {staff_reads.PAGE_P50_MS:g} ms; the thread page ≤ 1 MB",
+    )
+    section["rows"], section["verdicts"] = staff_reads.rows_and_verdicts(figures, setup)
+    section["note"] = (
+        f"Each page read {plan.p8_requests} times one after the other, after a warm-up read, "
+        "by the demo's staff user signed in over HTTP (admin, human listener) or as the "
+        f"tester's Console (tester listener); the busiest thread holds "
+        f'{plan.p8_messages // 10:,} messages, and the search asks "{seeded["search"]}". '
+        "The figure is the largest answer's size."
+    )
+    run.raw[f"P8 {setup}"] = {"seeded": seeded, "figures": figures}
 
 
 # P5 offline measures what the bus adds to a reply, so its verdict is taken with the offline
@@ -1225,7 +1267,7 @@ def machine() -> dict[str, str]:
 
 def sqlite_phase(run: Run) -> Soak | None:
     plan = run.plan
-    if not run.wants("P1", "P1c", "P2", "P3", "P4", "P5", "P6"):
+    if not run.wants("P1", "P1c", "P2", "P3", "P4", "P5", "P6", "P8"):
         return None
     product_template, baseline_template = templates(run)
     run.templates = (product_template, baseline_template)  # type: ignore[attr-defined]
@@ -1251,6 +1293,8 @@ def sqlite_phase(run: Run) -> Soak | None:
     }
     if run.wants("P4"):
         p4(run, product_template)
+    if run.wants("P8"):
+        p8(run, run.sqlite_copy(product_template, "p8"), SQLITE)
     if run.wants("P5"):
         p5_offline(run, product_template)
         if plan.p5_concurrency:
@@ -1418,6 +1462,10 @@ def main() -> None:
                 pg_figures = services_phase(run)
             else:
                 run.log("PostgreSQL or Redis not reachable: their figures are skipped")
+        if plan.services and run.wants("P8") and proc.pg_available():
+            url = run.pg("p8")
+            proc.prepare_product(url)
+            p8(run, url, "PostgreSQL")
         if run.wants("P5"):
             if plan.p5_concurrency:
                 p5_concurrency_section(run, run.raw.pop("P5 sqlite"), pg_figures)

@@ -1,18 +1,19 @@
 """P4's data: many tester threads and messages, inserted in bulk, and the query counts.
 
-`python -m bench.seed THREADS MESSAGES` (with the product's DATABASE_URL) adds a project
-`bench-big` with THREADS tester threads and MESSAGES turns — a tenth of them in one thread, the
-rest spread over the others — beside a project `bench-small` of 10 threads of 10 turns. Rows go
-in with bulk INSERTs (the append-only triggers refuse only UPDATE and DELETE), storing what a
-tester's turns would. It prints the ids to read and the number of queries the
-broker's selectors make for each list at both sizes.
+`python -m bench.seed THREADS MESSAGES [--trail]` (with the product's DATABASE_URL)
+adds a project `bench-big` with THREADS tester threads and MESSAGES turns — a tenth of them in
+one thread, the rest spread over the others — beside a project `bench-small` of 10 threads of 10
+turns. Rows go in with INSERT … SELECT statements (the append-only triggers refuse only UPDATE
+and DELETE), storing what a tester's turns would. `--trail` copies every seeded message into the
+trail, one row each, as the broker writes a message's row. It prints the ids to read and the
+number of queries the broker's selectors make for each list at both sizes.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
-import sys
 import time
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mosaic.settings")
@@ -27,7 +28,18 @@ from django.utils import timezone  # noqa: E402
 
 from broker import selectors  # noqa: E402
 from broker.access import access_tester_actor  # noqa: E402
-from broker.models import Instance, Message, MessageClass, Project, Thread  # noqa: E402
+from broker.models import (  # noqa: E402
+    Instance,
+    Message,
+    MessageClass,
+    Project,
+    Thread,
+    TrailKind,
+    TrailRow,
+)
+
+# A search P8 asks: "turn 77777" is in 11 of a million seeded bodies (77777, 777770 to 777779).
+SEARCH = "turn 77777"
 
 BATCH = 5000
 
@@ -47,27 +59,46 @@ def seed_project(actor_business: int, name: str, threads: int, messages: int) ->
     ids = list(Thread.objects.filter(project=project).order_by("pk").values_list("pk", flat=True))
     busiest = ids[-1]
     heavy = messages // 10 if threads > 10 else messages // threads
-    plan = [busiest] * heavy
-    rest = messages - heavy
-    plan += [ids[i % (len(ids) - 1)] for i in range(rest)] if len(ids) > 1 else []
-    # Plain INSERTs through Django's cursor: the ORM's per-object work would cost more than
-    # the database's, and the guards (triggers) still run on every row.
+    # One INSERT … SELECT over a counter, on SQLite and PostgreSQL alike: a million rows in
+    # one statement, where rows sent from Python would cost more than the database's work.
+    # The guards (triggers) still run on every row. The turns past `heavy` go round the other
+    # threads, whose ids bulk_create gave in one run.
+    assert ids == list(range(ids[0], ids[0] + len(ids))), "thread ids not consecutive"
+    others = max(len(ids) - 1, 1)
     table = Message._meta.db_table
     names = ["business_id", "thread_id", "from_role", "from_run", "to_role", "class", "body"]
     names += ["holder", "created_at"]
-    sql = f"INSERT INTO {table} ({', '.join(names)}) VALUES ({', '.join(['%s'] * len(names))})"
+    sql = (
+        f"INSERT INTO {table} ({', '.join(names)}) "
+        "WITH RECURSIVE counter(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM counter "
+        "WHERE i + 1 < %s) "
+        "SELECT %s, CASE WHEN i < %s THEN %s ELSE %s + (i - %s) %% %s END, "
+        "'tester', 'tester-cli', 'assistant', %s, 'seeded turn ' || i || ' of the bench', '', %s "
+        "FROM counter"
+    )
     now = connection.ops.adapt_datetimefield_value(timezone.now())
-    for start in range(0, len(plan), BATCH):
-        rows = [
-            (
-                *(actor_business, thread_id, "tester", "tester-cli", "assistant"),
-                *(MessageClass.REQUEST.value, f"seeded turn {start + offset}", "", now),
-            )
-            for offset, thread_id in enumerate(plan[start : start + BATCH])
-        ]
+    params = [messages, actor_business, heavy, busiest, ids[0], heavy, others]
+    params += [MessageClass.REQUEST.value, now]
+    if messages:
         with transaction.atomic(), connection.cursor() as cursor:
-            cursor.executemany(sql, rows)
+            cursor.execute(sql, params)
     return project.pk, busiest
+
+
+def copy_into_trail(project_id: int) -> int:
+    """One trail row per seeded message of the project, its text the message's body."""
+    names = ["business_id", "thread_id", "message_id", "from_role", "from_run", "to_role"]
+    names += ["actor_role", "actor_run", "text", "kind", "thread_name", "tester_visible", "at"]
+    sql = (
+        f"INSERT INTO {TrailRow._meta.db_table} ({', '.join(names)}) "
+        "SELECT m.business_id, m.thread_id, m.id, m.from_role, m.from_run, m.to_role, "
+        "m.from_role, m.from_run, m.body, %s, t.name, %s, m.created_at "
+        f"FROM {Message._meta.db_table} m JOIN {Thread._meta.db_table} t ON t.id = m.thread_id "
+        "WHERE t.project_id = %s ORDER BY m.id"
+    )
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(sql, [TrailKind.MESSAGE.value, True, project_id])
+        return cursor.rowcount
 
 
 def queries(call: object) -> int:
@@ -77,11 +108,20 @@ def queries(call: object) -> int:
 
 
 def main() -> None:
-    threads, messages = int(sys.argv[1]), int(sys.argv[2])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("threads", type=int)
+    parser.add_argument("messages", type=int)
+    parser.add_argument("--trail", action="store_true", help="copy the messages into the trail")
+    args = parser.parse_args()
     actor = access_tester_actor(business_slug="demo")
     began = time.perf_counter()
-    big = seed_project(actor.business_id, "bench-big", threads, messages)
+    big = seed_project(actor.business_id, "bench-big", args.threads, args.messages)
     small = seed_project(actor.business_id, "bench-small", 10, 100)
+    trail = sum(copy_into_trail(project) for project, _ in (big, small)) if args.trail else 0
+    if connection.vendor == "postgresql":
+        # The planner's statistics, as autovacuum would gather them some time after.
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE")
     seconds = time.perf_counter() - began
     counts = {}
     for label, (project, thread) in (("big", big), ("small", small)):
@@ -96,6 +136,8 @@ def main() -> None:
         "small_thread": small[1],
         "threads": Thread.objects.count(),
         "messages": Message.objects.count(),
+        "trail": trail,
+        "search": SEARCH,
         "seconds": seconds,
         "queries": counts,
     }

@@ -27,7 +27,7 @@ from django.utils.safestring import SafeString
 from django.utils.text import Truncator
 
 from broker import actions as broker_actions
-from broker import fields, suite_runs
+from broker import admin_bounds, fields, suite_runs, thread_rows
 from broker.actors import Actor
 from broker.models import (
     TESTER,
@@ -82,7 +82,14 @@ def preview(text: str) -> SafeString:
 
 
 class ReadOnlyAdmin(AnyModelAdmin):
-    """Viewable by staff with the view permission; no add, change or delete for anyone."""
+    """Viewable by staff with the view permission; no add, change or delete for anyone.
+
+    Every list is a page of LIST_ROWS whose count stops at COUNT_CAP, and the table's own total
+    is never counted (`show_full_result_count`): the record's tables reach millions of rows."""
+
+    paginator = admin_bounds.CappedCountPaginator
+    list_per_page = admin_bounds.LIST_ROWS
+    show_full_result_count = False
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
@@ -101,8 +108,10 @@ class ReadOnlyAdmin(AnyModelAdmin):
 
 
 class ReadOnlyThreadInline(AnyThreadInline):
-    """A thread's rows on its page: shown, never added, changed or deleted."""
+    """A thread's rows on its page, the newest INLINE_ROWS with a link to the rest: shown,
+    never added, changed or deleted."""
 
+    formset = admin_bounds.NewestRowsFormSet
     extra = 0
     can_delete = False
     ordering = ("id",)
@@ -120,6 +129,9 @@ class ReadOnlyThreadInline(AnyThreadInline):
 
 
 # --- filters -----------------------------------------------------------------------------
+
+# A list narrowed to one thread's rows, as the thread's page links to it.
+THREAD_PARAMETER = "thread__id__exact"
 
 
 class OwnerKindFilter(admin.SimpleListFilter):
@@ -151,12 +163,12 @@ class ThreadOwnerKindFilter(OwnerKindFilter):
     owner_path = "thread__owner"
 
 
-class TaskThreadFilter(admin.SimpleListFilter):
-    """A thread's tasks (`?thread=ID`, the thread page's link): a task names its thread only
-    through its request, the `human.input` event of the turn (R15)."""
+class ThreadRowsFilter(admin.SimpleListFilter):
+    """One thread's rows (`?thread__id__exact=ID`, the thread page's links), read newest first
+    from the (thread, id) index (`thread_rows`)."""
 
     title = "thread"
-    parameter_name = "thread"
+    parameter_name = THREAD_PARAMETER
 
     def lookups(
         self, request: HttpRequest, model_admin: admin.ModelAdmin[Any]
@@ -173,6 +185,19 @@ class TaskThreadFilter(admin.SimpleListFilter):
             thread_id = fields.parse_id(value, what="thread")
         except Refusal:
             return queryset.none()
+        return self.narrow(queryset, thread_id)
+
+    def narrow(self, queryset: QuerySet[Any], thread_id: int) -> QuerySet[Any]:
+        return queryset.filter(thread_rows.in_thread(thread_id)).order_by(*thread_rows.NEWEST_FIRST)
+
+
+class TaskThreadFilter(ThreadRowsFilter):
+    """A thread's tasks (`?thread=ID`, the thread page's link): a task names its thread only
+    through its request, the `human.input` event of the turn (R15)."""
+
+    parameter_name = "thread"
+
+    def narrow(self, queryset: QuerySet[Any], thread_id: int) -> QuerySet[Any]:
         return queryset.filter(request__body__thread=thread_id)
 
 
@@ -416,7 +441,6 @@ class ThreadAdmin(ReadOnlyAdmin):
     )
     list_select_related = ("project__business", "instance")
     search_fields = ("name",)
-    date_hierarchy = "created_at"
     readonly_fields = ("all_messages", "trail_rows", "tasks")
     inlines = (MessageInline, ThreadOpenInline, ThreadClaimInline)
 
@@ -465,7 +489,6 @@ class ThreadOpenAdmin(ReadOnlyAdmin):
     )
     list_select_related = ("thread__project__business",)
     search_fields = ("thread__name",)
-    date_hierarchy = "at"
 
     @admin.display(description="business", ordering="thread__project__business__slug")
     def business(self, obj: ThreadOpen) -> str:
@@ -496,7 +519,6 @@ class ThreadClaimAdmin(ReadOnlyAdmin):
     )
     list_select_related = ("thread__project__business", "instance")
     search_fields = ("thread__name", "run")
-    date_hierarchy = "claimed_at"
 
     @admin.display(description="business", ordering="thread__project__business__slug")
     def business(self, obj: ThreadClaim) -> str:
@@ -528,15 +550,16 @@ class MessageAdmin(ReadOnlyAdmin):
         "completion_tokens",
     )
     list_filter = (
+        ThreadRowsFilter,
         "message_class",
-        ("progress__state", admin.AllValuesFieldListFilter),
+        # The states from their choices: reading the distinct values would scan the table.
+        ("progress__state", admin.ChoicesFieldListFilter),
         ThreadOwnerKindFilter,
         ("business", admin.RelatedFieldListFilter),
         ("thread__project", BusinessScopedFilter),
     )
     list_select_related = ("business", "thread", "progress")
     search_fields = ("body",)
-    date_hierarchy = "created_at"
 
     @admin.display(description="body")
     def body_preview(self, obj: Message) -> str:
@@ -563,7 +586,6 @@ class TurnProgressAdmin(ReadOnlyAdmin):
     list_filter = ("state", ("thread__project__business", admin.RelatedFieldListFilter))
     list_select_related = ("thread",)
     search_fields = ("thread__name", "failure")
-    date_hierarchy = "updated_at"
 
 
 @admin.register(Event)
@@ -571,7 +593,6 @@ class EventAdmin(ReadOnlyAdmin):
     list_display = ("id", "at", "business", "kind", "body")
     list_filter = ("kind", ("business", admin.RelatedFieldListFilter))
     list_select_related = ("business",)
-    date_hierarchy = "at"
 
 
 @admin.register(TrailRow)
@@ -590,6 +611,7 @@ class TrailRowAdmin(ReadOnlyAdmin):
         "business",
     )
     list_filter = (
+        ThreadRowsFilter,
         "kind",
         "via",
         ThreadOwnerKindFilter,
@@ -598,7 +620,6 @@ class TrailRowAdmin(ReadOnlyAdmin):
     )
     list_select_related = ("business", "thread")
     search_fields = ("text",)
-    date_hierarchy = "at"
 
     @admin.display(description="actor", ordering="actor_role")
     def actor(self, obj: TrailRow) -> str:
@@ -646,7 +667,6 @@ class DecisionAdmin(ReadOnlyAdmin):
     )
     list_select_related = ("business", "thread")
     search_fields = ("body",)
-    date_hierarchy = "created_at"
 
     @admin.display(description="body")
     def body_preview(self, obj: Decision) -> str:
@@ -659,7 +679,6 @@ class IdempotentWriteAdmin(ReadOnlyAdmin):
     list_filter = (OwnerKindFilter, ("business", admin.RelatedFieldListFilter))
     list_select_related = ("business",)
     search_fields = ("key",)
-    date_hierarchy = "created_at"
 
 
 # --- the tester's suite runs -------------------------------------------------------------
@@ -692,8 +711,6 @@ class SuiteRunAdmin(ReadOnlyAdmin):
     list_display = ("id", "business", "suite_names", "started_at", "ended_at", "counts_text")
     list_filter = (SuiteRunStateFilter, ("business", admin.RelatedFieldListFilter))
     list_select_related = ("business",)
-    list_per_page = 50
-    show_full_result_count = False
     date_hierarchy = "started_at"
     fields = (
         "business",
@@ -745,7 +762,6 @@ class SuiteCaseAdmin(ReadOnlyAdmin):
     )
     list_select_related = ("run",)
     list_per_page = 100
-    show_full_result_count = False
     search_fields = ("suite", "case")
     date_hierarchy = "created_at"
 

@@ -480,6 +480,8 @@ class TrailRow(models.Model):
         indexes = [
             models.Index(fields=["business", "id"], name="trail_business"),
             models.Index(fields=["business", "tester_visible", "id"], name="trail_tester"),
+            # A thread's rows, newest first (admin's list of one thread's trail).
+            models.Index(fields=["thread", "id"], name="trail_thread"),
         ]
         constraints = [
             models.CheckConstraint(condition=Q(kind__in=TrailKind.values), name="trail_kind_known"),
