@@ -170,13 +170,16 @@ ROOT_URLCONF = "mosaic.urls"
 # rendered text. Scripts and styles come from the listener's own static files only, never
 # inline; the one inline style (the broker's admin pages, `admin/broker/wrapping.html`) carries
 # the request's nonce. `'self'` covers the listener's own WebSocket (ws: or wss:, same host and
-# port). Nothing may embed the pages, plug-ins are off, and a `<base>` cannot move relative URLs.
+# port); images come from it too. Nothing may embed the pages, plug-ins are off, and a `<base>`
+# cannot move relative URLs.
 CONTENT_SECURITY_POLICY = {
     "DIRECTIVES": {
         "default-src": [SELF],
         "script-src": [SELF],
         "style-src": [SELF, NONCE],
-        "img-src": [SELF],
+        # `data:` for the stylesheets' own drawings (the Console's checkboxes, Swagger UI's
+        # icons): such an image loads nothing from anywhere.
+        "img-src": [SELF, "data:"],
         "connect-src": [SELF],
         "object-src": [NONE],
         "base-uri": [NONE],

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from csp.decorators import csp_update
-from django.utils.decorators import method_decorator
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
@@ -27,8 +25,6 @@ class SchemaView(JsonRefusals, SpectacularAPIView):
     pass
 
 
-# Swagger UI's stylesheet draws its icons as `data:` images; no other page needs them.
-@method_decorator(csp_update({"img-src": "data:"}), name="dispatch")
 class DocsView(JsonRefusals, SpectacularSwaggerSplitView):
     """Swagger UI with no inline script or style, as the pages' Content-Security-Policy asks:
     the page loads its start-up script from this same address (`?script`), its own rules from
