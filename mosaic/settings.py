@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 
 import environ
+from csp.constants import NONCE, NONE, SELF
 from django.conf import global_settings
 from django.core.exceptions import ImproperlyConfigured
 
@@ -162,6 +163,8 @@ MIDDLEWARE = [
     # L4 on every tester route, before CSRF: a write there is a chat write or `tester-refused`.
     "tester.middleware.TesterFenceMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    # The Content-Security-Policy below on every answer, the pages' above all.
+    "csp.middleware.CSPMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -171,6 +174,28 @@ MIDDLEWARE = [
 ]
 
 ROOT_URLCONF = "mosaic.urls"
+
+# Every page's Content-Security-Policy (docs/security.md): defence in depth for the model's
+# rendered text. Scripts and styles come from the listener's own static files only, never
+# inline; the one inline style (the broker's admin pages, `admin/broker/wrapping.html`) carries
+# the request's nonce. `'self'` covers the listener's own WebSocket (ws: or wss:, same host and
+# port); images come from it too. Nothing may embed the pages, plug-ins are off, and a `<base>`
+# cannot move relative URLs.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF, NONCE],
+        # `data:` for the stylesheets' own drawings (the Console's checkboxes, Swagger UI's
+        # icons): such an image loads nothing from anywhere.
+        "img-src": [SELF, "data:"],
+        "connect-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [NONE],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    },
+}
 
 TEMPLATES = [
     {

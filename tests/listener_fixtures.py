@@ -11,6 +11,26 @@ from tests.listeners import HUMAN, TESTER, ListenerClient
 PASSWORD = "correct horse battery"
 
 
+def signed_in_staff() -> ListenerClient:
+    """A staff superuser, signed in through admin's own sign-in form."""
+    User.objects.create_superuser("staff", password=PASSWORD)
+    client = ListenerClient(HUMAN)
+    client.get("/admin/login/")
+    answer = client.request(
+        "POST",
+        "/admin/login/",
+        content=f"username=staff&password={PASSWORD}&next=/admin/".encode(),
+        headers={
+            **client.write_headers(),
+            "Content-Type": "application/x-www-form-urlencoded",
+            "X-CSRFToken": client.cookies.get("csrftoken") or "",
+        },
+        write_headers=False,
+    )
+    assert answer.status_code == 302, answer.text
+    return client
+
+
 @pytest.fixture
 def ada(business) -> User:
     return User.objects.create_user("ada", password=PASSWORD)

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from importlib import import_module
 from typing import Any
 
-from django.urls import URLPattern
+from django.urls import URLPattern, URLResolver, resolve
+from django.urls.resolvers import RoutePattern
 
 from mosaic.middleware import URLCONFS
 
@@ -60,3 +61,39 @@ def routes(listener: str) -> list[Route]:
         for pattern in patterns
         if isinstance(pattern, URLPattern) and not str(pattern.pattern).startswith("admin/")
     ]
+
+
+# A regex route's named group, written as a sample: the first of its alternatives
+# (`(?P<app_label>broker|auth)`), or one word for anything else (`(?P<url>.*)`).
+_NAMED_GROUP = re.compile(r"\(\?P<\w+>([^()]*)\)")
+_WORDS = re.compile(r"\w+(\|\w+)*")
+
+
+def _sample(group: re.Match[str]) -> str:
+    return group[1].split("|")[0] if _WORDS.fullmatch(group[1]) else "x"
+
+
+def every_path(listener: str, ident: str = "1") -> dict[str, str]:
+    """Every route of the listener, admin's included trees too, as a path that resolves (each
+    parameter written as `ident`, a regex group as a sample that matches it), keyed by the
+    route as written. A route behind an earlier one of the same path (admin's sign-in behind
+    the throttled one) walks the earlier one."""
+    urlconf = URLCONFS[listener]
+    paths = {}
+
+    def walk(patterns: list[Any], prefix: str) -> None:
+        for pattern in patterns:
+            if isinstance(pattern, URLResolver):
+                walk(pattern.url_patterns, prefix + str(pattern.pattern))
+                continue
+            written = str(pattern.pattern)
+            if isinstance(pattern.pattern, RoutePattern):
+                part = _CONVERTER.sub(ident, written)
+            else:
+                part = _NAMED_GROUP.sub(_sample, written).removeprefix("^").removesuffix("$")
+            path = "/" + prefix + part
+            resolve(path, urlconf)  # Resolver404 when the sample is not a path of the listener
+            paths[prefix + written] = path
+
+    walk(import_module(urlconf).urlpatterns, "")
+    return paths

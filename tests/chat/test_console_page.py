@@ -6,32 +6,12 @@ from __future__ import annotations
 import logging
 
 import pytest
-from django.contrib.auth.models import User
 from django.db import OperationalError
 
 from mosaic.management.commands.serve import OneLineCommandLine
-from tests.listeners import HUMAN, TESTER, ListenerClient
+from tests.listeners import TESTER, ListenerClient
 
-from ..listener_fixtures import PASSWORD
-
-
-def signed_in_staff() -> ListenerClient:
-    User.objects.create_superuser("staff", password=PASSWORD)
-    client = ListenerClient(HUMAN)
-    client.get("/admin/login/")
-    answer = client.request(
-        "POST",
-        "/admin/login/",
-        content=f"username=staff&password={PASSWORD}&next=/admin/".encode(),
-        headers={
-            **client.write_headers(),
-            "Content-Type": "application/x-www-form-urlencoded",
-            "X-CSRFToken": client.cookies.get("csrftoken") or "",
-        },
-        write_headers=False,
-    )
-    assert answer.status_code == 302, answer.text
-    return client
+from ..listener_fixtures import signed_in_staff
 
 
 def test_console_without_a_session_is_the_sign_in_form(anonymous_client: ListenerClient) -> None:

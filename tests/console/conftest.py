@@ -19,6 +19,20 @@ from tests.model_servers import FakeModel, serve_fake_model
 
 TIMEOUT_MS = 10_000
 
+# Every Content-Security-Policy violation of a page, reported to the console where the test
+# reads it (`open_console`). Playwright installs it through the browser's own channel, which the
+# page's policy does not govern. A violation with no source file was made by a script the test
+# evaluated itself, not by the page: axe's check of CSS orientation locks copies each
+# `@import`ed stylesheet (admin's forms import their widgets') into a `<style>` of its own.
+CSP_VIOLATION = "content-security-policy violation:"
+REPORT_CSP_VIOLATIONS = f"""
+document.addEventListener("securitypolicyviolation", (event) => event.sourceFile && console.error(
+    "{CSP_VIOLATION} " + event.effectiveDirective + " blocked " + (event.blockedURI || "inline")
+    + " on " + location.href + " at " + event.sourceFile + ":" + event.lineNumber
+    + (event.sample ? " (" + event.sample + ")" : "")
+), true);
+"""
+
 # The two viewports the Console is tested at: a laptop, and a phone (below 700 px, SPEC §8).
 DESKTOP = {"width": 1440, "height": 900}
 PHONE = {"width": 390, "height": 844}
@@ -103,9 +117,13 @@ def sign_in(page: Page, human_url: str) -> None:
 def open_console(browser: Browser, console_server: LiveServer) -> Iterator[OpenConsole]:
     """Opens the human Console (signed in as `ada`, or at the sign-in page) or the tester
     Console, each in a browser context of its own, at a viewport and colour scheme; a script
-    error on any page fails the test."""
+    error or a Content-Security-Policy violation on any page fails the test."""
     contexts = []
     errors: list[str] = []
+
+    def report_violation(listener: str, text: str) -> None:
+        if text.startswith(CSP_VIOLATION):
+            errors.append(f"{listener}: {text}")
 
     def open_page(
         listener: str,
@@ -120,6 +138,8 @@ def open_console(browser: Browser, console_server: LiveServer) -> Iterator[OpenC
         )
         context.set_default_timeout(TIMEOUT_MS)
         contexts.append(context)
+        context.add_init_script(REPORT_CSP_VIOLATIONS)
+        context.on("console", lambda message: report_violation(listener, message.text))
         page = context.new_page()
         page.on("pageerror", lambda error: errors.append(f"{listener}: {error}"))
         if listener == "tester":
