@@ -2,6 +2,7 @@
 
 - The human listener refuses any request carrying `X-Mosaic-Tester`, HTTP or WebSocket (L1).
 - The tester listener answers only loopback clients and `Host: 127.0.0.1:PORT` (L8).
+- Both answer `/healthz` and `/readyz` before any guard (`mosaic.health`).
 - Both cap request bodies (`too-large`) and mark the scope with their name, which Django's
   `ListenerMiddleware` reads to pick the listener's urlconf. The mark is set here, on the
   server side: no header can forge it.
@@ -26,6 +27,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from broker import refusals
 from chat.errors import STATUS, body, close_code
 from mosaic.access_log import one_line_each
+from mosaic.health import with_probes
 
 if TYPE_CHECKING:
     from mosaic.handler import Workers
@@ -317,7 +319,7 @@ def build_human_application(django_http: ASGIApp) -> ASGIApp:
             )
         )
     )
-    return one_line_each(listener)
+    return one_line_each(with_probes(listener))
 
 
 def http_handler(workers: Workers) -> ASGIApp:
@@ -357,4 +359,4 @@ def build_tester_application(django_http: ASGIApp) -> ASGIApp:
             )
         )
     )
-    return one_line_each(listener)
+    return one_line_each(with_probes(listener))
