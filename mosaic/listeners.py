@@ -319,7 +319,7 @@ def build_human_application(django_http: ASGIApp) -> ASGIApp:
             )
         )
     )
-    return one_line_each(with_probes(listener))
+    return one_line_each(with_probes(listener), listener="human")
 
 
 def http_handler(workers: Workers) -> ASGIApp:
@@ -359,4 +359,4 @@ def build_tester_application(django_http: ASGIApp) -> ASGIApp:
             )
         )
     )
-    return one_line_each(with_probes(listener))
+    return one_line_each(with_probes(listener), listener="tester")

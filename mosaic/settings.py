@@ -300,15 +300,29 @@ STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = BASE_DIR / "staticfiles"
 
+# `plain` lines, or `json`: one JSON object a line, a request's with all its fields (mosaic.logs).
+MOSAIC_LOG_FORMAT = env.str("MOSAIC_LOG_FORMAT", default="plain")
+if MOSAIC_LOG_FORMAT not in ("plain", "json"):
+    raise ImproperlyConfigured(f"MOSAIC_LOG_FORMAT is plain or json, not {MOSAIC_LOG_FORMAT!r}.")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+        "json": {"()": "mosaic.logs.JsonFormatter"},
+    },
+    "filters": {"quiet_disallowed_host": {"()": "mosaic.logs.QuietDisallowedHost"}},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "json" if MOSAIC_LOG_FORMAT == "json" else "plain",
+        }
+    },
     # One handler, on the root: our loggers propagate to it, and servers that configure
     # logging themselves (daphne) find it already set and add no second one.
     "root": {"handlers": ["console"], "level": "WARNING"},
     "loggers": {
         "mosaic": {"level": env.str("MOSAIC_LOG_LEVEL", default="INFO")},
+        "django.security.DisallowedHost": {"filters": ["quiet_disallowed_host"]},
     },
 }

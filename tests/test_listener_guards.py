@@ -56,10 +56,11 @@ def test_refuse_tester_header_answers_json_with_its_length(business) -> None:
         [(b"host", b"127.0.0.1:7332"), (b"x-mosaic-tester", b"")],
     )
     assert answer.status == 403
-    assert answer.headers == [
+    assert answer.headers[:2] == [
         (b"content-type", b"application/json"),
         (b"content-length", str(len(answer.body)).encode()),
     ]
+    assert [name for name, _ in answer.headers[2:]] == [b"x-request-id"]
     assert answer.json()["error"] == "tester-listener-required"
     assert json.loads(answer.body)["detail"]
 
@@ -101,10 +102,11 @@ def test_tester_listener_redirects_localhost_page_to_loopback_address(business) 
     """L8: a page request for `localhost:PORT` goes to the same path on `127.0.0.1:PORT`."""
     answer = raw_request(TESTER, "GET", "/some/page", [(b"host", b"localhost:7333")])
     assert answer.status == 302
-    assert answer.headers == [
+    assert answer.headers[:2] == [
         (b"location", b"http://127.0.0.1:7333/some/page"),
         (b"content-length", b"0"),
     ]
+    assert [name for name, _ in answer.headers[2:]] == [b"x-request-id"]
     assert answer.body == b""
 
 
