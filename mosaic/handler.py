@@ -45,6 +45,7 @@ from django.urls import set_script_prefix
 
 from broker import refusals
 from chat.errors import UNAVAILABLE_RETRY_AFTER, error_response
+from mosaic import metrics
 
 logger = logging.getLogger("mosaic.chat")
 
@@ -180,6 +181,7 @@ class PooledHandler(ASGIHandler):
                     response = await self.workers.run(self.respond, request, scope)
                 except Overloaded:
                     logger.warning("overloaded: %s %s answered 503", scope["method"], scope["path"])
+                    metrics.count_admission_refusal()
                     response = overloaded_response()
             try:
                 await self.send_response(response, send)

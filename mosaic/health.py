@@ -12,18 +12,12 @@ names a version or a setting.
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from broker import refusals
 from chat.errors import STATUS, UNAVAILABLE_RETRY_AFTER, body
+from mosaic.access_log import ASGIApp, Receive, Scope, Send
 from mosaic.readiness import OK, readiness
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 HEALTHZ = "/healthz"
 READYZ = "/readyz"

@@ -28,6 +28,7 @@ from broker import refusals
 from chat.errors import STATUS, body, close_code
 from mosaic.access_log import one_line_each
 from mosaic.health import with_probes
+from mosaic.metrics import counted_sockets
 
 if TYPE_CHECKING:
     from mosaic.handler import Workers
@@ -217,13 +218,16 @@ def unavailable_closes(app: ASGIApp) -> ASGIApp:
     return guard
 
 
-def by_port(*, human: ASGIApp, tester: ASGIApp) -> ASGIApp:
-    """One process, both listeners: the tester port's connections go to the tester listener."""
+def by_port(*, human: ASGIApp, tester: ASGIApp, ops: ASGIApp) -> ASGIApp:
+    """One process, every listener: the tester port's connections go to the tester listener,
+    the ops port's to the ops listener, any other to the human listener."""
 
     async def route(scope: Scope, receive: Receive, send: Send) -> None:
         server = scope.get("server") or ("", None)
         if server[1] == settings.MOSAIC_TESTER_PORT:
             await tester(scope, receive, send)
+        elif settings.MOSAIC_OPS_PORT and server[1] == settings.MOSAIC_OPS_PORT:
+            await ops(scope, receive, send)
         else:
             await human(scope, receive, send)
 
@@ -319,7 +323,7 @@ def build_human_application(django_http: ASGIApp) -> ASGIApp:
             )
         )
     )
-    return one_line_each(with_probes(listener), listener="human")
+    return one_line_each(with_probes(counted_sockets(listener, listener="human")), listener="human")
 
 
 def http_handler(workers: Workers) -> ASGIApp:
@@ -359,4 +363,6 @@ def build_tester_application(django_http: ASGIApp) -> ASGIApp:
             )
         )
     )
-    return one_line_each(with_probes(listener), listener="tester")
+    return one_line_each(
+        with_probes(counted_sockets(listener, listener="tester")), listener="tester"
+    )

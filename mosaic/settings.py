@@ -46,6 +46,8 @@ if MOSAIC_PRODUCTION and not all(o.startswith("https://") for o in MOSAIC_HUMAN_
 MOSAIC_CONSOLE_SEND = env.bool("MOSAIC_CONSOLE_SEND", default=True)
 MOSAIC_PROXY_USER_HEADER = env.str("MOSAIC_PROXY_USER_HEADER", default="")
 MOSAIC_TRUSTED_PROXIES = env.list("MOSAIC_TRUSTED_PROXIES", default=[])
+# The ops listener (/metrics, /healthz, /readyz) on 127.0.0.1; 0 starts none (mosaic.ops).
+MOSAIC_OPS_PORT = env.int("MOSAIC_OPS_PORT", default=7334)
 # L9: the secret the trusted proxy sends in `X-Mosaic-Proxy-Secret` with every request. An
 # address alone proves nothing on a shared host: any local process could name the human.
 MOSAIC_PROXY_SECRET = env.str("MOSAIC_PROXY_SECRET", default="")

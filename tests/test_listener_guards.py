@@ -124,16 +124,19 @@ class Recorder:
     ("server", "chosen"),
     [
         (("127.0.0.1", 7333), TESTER),
+        (("127.0.0.1", 7334), "ops"),
         (("127.0.0.1", 7332), HUMAN),
         (("127.0.0.1", 8000), HUMAN),
         (None, HUMAN),
     ],
-    ids=["tester-port", "human-port", "other-port", "no-server"],
+    ids=["tester-port", "ops-port", "human-port", "other-port", "no-server"],
 )
-def test_by_port_sends_tester_port_to_tester_listener_only(server, chosen: str) -> None:
-    """One process, both listeners: the server socket's port alone picks the tester listener;
-    anything else is the human listener, which needs a signed-in human for everything."""
-    human, tester = Recorder(), Recorder()
+def test_by_port_sends_tester_port_to_tester_listener_only(settings, server, chosen: str) -> None:
+    """One process, every listener: the server socket's port alone picks the tester or the ops
+    listener; anything else is the human listener, which needs a signed-in human for
+    everything."""
+    settings.MOSAIC_OPS_PORT = 7334
+    listeners_by_name = {HUMAN: Recorder(), TESTER: Recorder(), "ops": Recorder()}
     scope: dict[str, Any] = {"type": "http"}
     if server is not None:
         scope["server"] = server
@@ -144,10 +147,9 @@ def test_by_port_sends_tester_port_to_tester_listener_only(server, chosen: str) 
     async def send(message: Any) -> None:
         return None
 
-    async_to_sync(by_port(human=human, tester=tester))(scope, receive, send)
-    picked, other = (tester, human) if chosen == TESTER else (human, tester)
-    assert picked.calls == [(scope, receive, send)]
-    assert other.calls == []
+    async_to_sync(by_port(**listeners_by_name))(scope, receive, send)
+    for name, recorder in listeners_by_name.items():
+        assert recorder.calls == ([(scope, receive, send)] if name == chosen else [])
 
 
 def run_guard(guard: Any, scope: dict[str, Any], inputs: list[dict[str, Any]]) -> list[Any]:
