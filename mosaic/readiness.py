@@ -4,7 +4,7 @@
 - `migrations`: no migration is left to apply (once all are applied, a process keeps knowing it:
   migrations are only ever added by a deploy, which starts new processes).
 - `channel-layer`: a message makes the round trip through the channel layer, to a fresh
-  channel of this process and back.
+  channel of the check's own and back.
 
 A check that raises or outlasts `CHECK_SECONDS` fails; its exception is logged (class only) and
 never answered, so the endpoint reveals no configuration.
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from collections.abc import Awaitable, Callable
 
 from asgiref.sync import sync_to_async
@@ -70,7 +71,10 @@ async def _channel_layer() -> None:
     layer = get_channel_layer()
     if layer is None:
         raise RuntimeError("no channel layer configured")
-    channel = await layer.new_channel("mosaic.ready.")
+    # A channel of the check's own, not a process-local one (`new_channel`): channels-redis
+    # receives every process-local channel through one shared loop, and a receive cancelled
+    # there (this check's own timeout) can leave the process's other receivers deaf.
+    channel = f"mosaic.ready.{uuid.uuid4().hex}"
     await layer.send(channel, {"type": "mosaic.ready"})
     message = await layer.receive(channel)
     if message.get("type") != "mosaic.ready":

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from django.db.migrations.executor import MigrationExecutor
 
 import mosaic.health
 import mosaic.readiness
 from tests.listeners import HUMAN, TESTER, ListenerClient
+from tests.test_layers import LAYERS
 
 LISTENERS = [HUMAN, TESTER]
 
@@ -84,3 +87,27 @@ def test_probes_other_methods_go_on_to_the_listener() -> None:
     """Only GET is a probe: a POST meets the listener's own guards, which refuse it."""
     answer = ListenerClient(HUMAN).post("/healthz", {}, write_headers=False)
     assert answer.status_code != 200
+
+
+@pytest.mark.parametrize("make", LAYERS)
+def test_readyz_channel_check_needs_no_process_receive_loop(make, monkeypatch) -> None:
+    """The round trip uses a channel of the check's own: on channels-redis a receive cancelled
+    in the process's shared receive loop (a socket closing) leaves that loop's next receivers
+    waiting, and the check must neither wait there nor, timing out, cancel a receive there."""
+    layer = make()
+    monkeypatch.setattr(mosaic.readiness, "get_channel_layer", lambda: layer)
+
+    async def scenario() -> str:
+        channels = [await layer.new_channel() for _ in range(3)]
+        receivers = [asyncio.ensure_future(layer.receive(name)) for name in channels]
+        await asyncio.sleep(0.2)
+        receivers[0].cancel()
+        await asyncio.sleep(0.1)
+        try:
+            return (await mosaic.readiness.readiness())["channel-layer"]
+        finally:
+            for receiver in receivers:
+                receiver.cancel()
+            await asyncio.gather(*receivers, return_exceptions=True)
+
+    assert asyncio.run(scenario()) == "ok"
