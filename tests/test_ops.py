@@ -3,10 +3,16 @@ human and tester listeners never serve `/metrics`; requests and sends move the m
 
 from __future__ import annotations
 
+import asyncio
+import threading
+
 import pytest
 from asgiref.sync import async_to_sync
 from prometheus_client import REGISTRY
 
+from mosaic.handler import WorkerPool
+from mosaic.listeners import build_human_application, http_handler
+from mosaic.metrics import counted_sockets
 from mosaic.ops import build_ops_application
 from tests.listeners import HUMAN, TESTER, ListenerClient, RawAnswer, call, http_scope
 
@@ -113,3 +119,50 @@ def test_refused_send_moves_no_send(tester_client: ListenerClient, human_thread_
     answer = tester_client.post(f"/api/chat/threads/{human_thread_id}/messages", {"body": "hi"})
     assert answer.status_code == 403
     assert sample("mosaic_sends_total", {"listener": "tester"}) == sends
+
+
+def test_busy_server_refusal_moves_admission_refusals(business) -> None:
+    """Every worker busy past the wait: the 503 is counted."""
+    pool = WorkerPool(size=1, wait=0.05)
+    app = build_human_application(http_handler(pool))
+    release = threading.Event()
+    before = sample("mosaic_admission_refusals_total", {})
+
+    async def while_busy() -> RawAnswer:
+        holder = asyncio.ensure_future(pool.run(release.wait, 10))
+        await asyncio.sleep(0.02)
+        try:
+            return await call(app, http_scope(HUMAN, "GET", "/api/chat/projects", []))
+        finally:
+            release.set()
+            await holder
+
+    assert async_to_sync(while_busy)().status == 503
+    assert sample("mosaic_admission_refusals_total", {}) == before + 1
+
+
+def test_open_sockets_counts_from_accept_to_end() -> None:
+    """A WebSocket counts while open once accepted; a refused handshake never counts."""
+    labels = {"listener": "tester"}
+    seen: list[float] = []
+
+    async def accepting(scope, receive, send) -> None:
+        await send({"type": "websocket.accept"})
+        seen.append(sample("mosaic_websockets_open", labels))
+
+    async def refusing(scope, receive, send) -> None:
+        await send({"type": "websocket.close", "code": 4403})
+        seen.append(sample("mosaic_websockets_open", labels))
+
+    async def nothing(message) -> None:
+        return None
+
+    async def receive() -> dict[str, str]:
+        return {"type": "websocket.disconnect"}
+
+    before = sample("mosaic_websockets_open", labels)
+    for app in (accepting, refusing):
+        counted = counted_sockets(app, listener="tester")
+        async_to_sync(counted)({"type": "websocket"}, receive, nothing)
+    assert seen == [before + 1, before]
+    assert sample("mosaic_websockets_open", labels) == before

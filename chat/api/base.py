@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -26,8 +25,6 @@ from broker.models import Via
 from broker.refusals import Refusal
 from chat.gates import DenyAll
 from mosaic.access_log import mark_chat_user
-
-request_log = logging.getLogger("mosaic.requests")
 
 # The Console marks its own sends with this header (`console`); any other client is `api`.
 VIA_HEADER = "X-Mosaic-Via"
