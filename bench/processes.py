@@ -280,6 +280,8 @@ def product_server(
         MOSAIC_HUMAN_PORT=str(human),
         MOSAIC_TESTER_HOST="127.0.0.1",
         MOSAIC_TESTER_PORT=str(tester),
+        # No ops listener: servers started side by side would all want its port.
+        MOSAIC_OPS_PORT="0",
         MOSAIC_ASSISTANT_BACKEND="offline",
         **(backend or {}),
     )

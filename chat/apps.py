@@ -9,3 +9,4 @@ class ChatConfig(AppConfig):
         # L9's system check; signed-out sessions close their sockets; failed sign-ins count.
         from chat import checks, sign_in_throttle, signals  # noqa: F401
         from chat.api import schema  # noqa: F401  (registers the schema's session scheme)
+        from mosaic import metrics  # noqa: F401  (counts turns in every process, runners too)

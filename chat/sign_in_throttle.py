@@ -1,7 +1,8 @@
 """Sign-in throttle: failed passwords are counted per username and per address, on Django's cache.
 
 Past MOSAIC_SIGN_IN_USERNAME_LIMIT failures for one username, or MOSAIC_SIGN_IN_ADDRESS_LIMIT
-from one address, in one window of MOSAIC_SIGN_IN_WINDOW_SECONDS, every sign-in of that
+from one client address (behind a trusted proxy, the one it forwards: `address_of`), in one
+window of MOSAIC_SIGN_IN_WINDOW_SECONDS, every sign-in of that
 username or from that address is refused `too-many-requests` (429, `Retry-After`) until the window
 ends — the right password too, and before it is checked, so a throttled attempt learns nothing.
 Both the Console's sign-in and admin's pass `check_sign_in_allowed` first; every failed
@@ -29,13 +30,15 @@ from django.dispatch import receiver
 from rest_framework.exceptions import Throttled
 
 from broker import refusals
+from mosaic.client_address import client_of_request
 
 security_log = logging.getLogger("mosaic.security")
 
 
 def address_of(request: Any) -> str:
-    """The address a sign-in came from: the connection's peer (Django's REMOTE_ADDR)."""
-    return str(getattr(request, "META", {}).get("REMOTE_ADDR") or "")
+    """The address a sign-in came from: the connection's peer, or behind a trusted proxy the
+    client it forwards (`mosaic.client_address`), so one client's failures lock out no other."""
+    return client_of_request(request)
 
 
 def _window() -> tuple[int, float]:

@@ -1,5 +1,6 @@
-"""ASGI entry points: `human_application`, `tester_application`, and `application` (both,
-chosen by the port a connection arrived on) for the one-process run.
+"""ASGI entry points: `human_application`, `tester_application`, `ops_application`, and
+`application` (every listener, chosen by the port a connection arrived on) for the one-process
+run.
 
 Fails closed on import: no listener starts while a stored business is refused (R4, R5),
 or a database guard is missing (SPEC §3), because system checks do not run under an ASGI server.
@@ -27,6 +28,7 @@ from mosaic.listeners import (  # noqa: E402
     http_handler,
     plain_http_handler,
 )
+from mosaic.ops import build_ops_application  # noqa: E402
 
 refuse_invalid_businesses()
 refuse_unguarded_database()
@@ -37,6 +39,7 @@ connections.close_all()
 workers = WorkerPool(size=settings.MOSAIC_HTTP_WORKERS, wait=settings.MOSAIC_HTTP_QUEUE_SECONDS)
 human_application = build_human_application(http_handler(workers))
 tester_application = build_tester_application(plain_http_handler(workers))
-application = by_port(human=human_application, tester=tester_application)
+ops_application = build_ops_application()
+application = by_port(human=human_application, tester=tester_application, ops=ops_application)
 start_checkpoints()
 started()

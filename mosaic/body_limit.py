@@ -32,7 +32,8 @@ from django.conf import settings
 
 from broker import refusals
 from chat.errors import STATUS, body
-from mosaic.access_log import log_http
+from mosaic.access_log import log_refused_by_server
+from mosaic.listeners import listener_at
 
 
 def too_large_response(limit: int) -> bytes:
@@ -87,7 +88,20 @@ class BoundedRequest(WebRequest):  # type: ignore[misc]
         # The request line as the channel read it: the request learns it once the body is in.
         method = getattr(channel, "_command", b"-").decode("latin-1")
         target = getattr(channel, "_path", b"-").split(b"?", 1)[0]
-        log_http(method, unquote(target.decode("latin-1")), STATUS[refusals.TOO_LARGE])
+        peer, host = channel.transport.getPeer(), channel.transport.getHost()
+        scope = {
+            "type": "http",
+            "method": method,
+            "path": unquote(target.decode("latin-1")),
+            "client": (getattr(peer, "host", ""), getattr(peer, "port", 0)),
+            "headers": [
+                (name.lower(), value)
+                for name, values in self.requestHeaders.getAllRawHeaders()
+                for value in values
+            ],
+        }
+        listener = listener_at(getattr(host, "port", None))
+        log_refused_by_server(scope, STATUS[refusals.TOO_LARGE], listener)
         # Twisted answers `Expect: 100-continue` once the headers are in: after this answer,
         # it would invite the very body refused.
         self.requestHeaders.removeHeader(b"Expect")

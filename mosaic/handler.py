@@ -42,6 +42,7 @@ from django.urls import set_script_prefix
 
 from broker import refusals
 from chat.errors import UNAVAILABLE_RETRY_AFTER, error_response
+from mosaic import metrics
 from mosaic.admission import AdmissionPolicy
 
 logger = logging.getLogger("mosaic.chat")
@@ -154,6 +155,7 @@ class PooledHandler(ASGIHandler):
             try:
                 response = await self.workers.run(self.respond, scope, body_file)
             except Overloaded:
+                metrics.count_admission_refusal()
                 response = overloaded_response()
             try:
                 await self.send_response(response, send)

@@ -2,6 +2,7 @@
 
 - The human listener refuses any request carrying `X-Mosaic-Tester`, HTTP or WebSocket (L1).
 - The tester listener answers only loopback clients and `Host: 127.0.0.1:PORT` (L8).
+- Both answer `/healthz` and `/readyz` before any guard (`mosaic.health`).
 - Both cap request bodies (`too-large`) and mark the scope with their name, which Django's
   `ListenerMiddleware` reads to pick the listener's urlconf. The mark is set here, on the
   server side: no header can forge it.
@@ -26,6 +27,8 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from broker import refusals
 from chat.errors import STATUS, body, close_code
 from mosaic.access_log import one_line_each
+from mosaic.health import with_probes
+from mosaic.metrics import counted_sockets
 
 if TYPE_CHECKING:
     from mosaic.handler import Workers
@@ -215,17 +218,26 @@ def unavailable_closes(app: ASGIApp) -> ASGIApp:
     return guard
 
 
-def by_port(*, human: ASGIApp, tester: ASGIApp) -> ASGIApp:
-    """One process, both listeners: the tester port's connections go to the tester listener."""
+def by_port(*, human: ASGIApp, tester: ASGIApp, ops: ASGIApp) -> ASGIApp:
+    """One process, every listener: the tester port's connections go to the tester listener,
+    the ops port's to the ops listener, any other to the human listener."""
+
+    apps = {"human": human, "tester": tester, "ops": ops}
 
     async def route(scope: Scope, receive: Receive, send: Send) -> None:
         server = scope.get("server") or ("", None)
-        if server[1] == settings.MOSAIC_TESTER_PORT:
-            await tester(scope, receive, send)
-        else:
-            await human(scope, receive, send)
+        await apps[listener_at(server[1])](scope, receive, send)
 
     return route
+
+
+def listener_at(port: int | None) -> str:
+    """The listener a connection to `port` reaches: `tester`, `ops`, or else `human`."""
+    if port == settings.MOSAIC_TESTER_PORT:
+        return "tester"
+    if settings.MOSAIC_OPS_PORT and port == settings.MOSAIC_OPS_PORT:
+        return "ops"
+    return "human"
 
 
 def websocket_origin_only(allowed: Callable[[], list[str]], app: ASGIApp) -> ASGIApp:
@@ -317,7 +329,7 @@ def build_human_application(django_http: ASGIApp) -> ASGIApp:
             )
         )
     )
-    return one_line_each(listener)
+    return one_line_each(with_probes(counted_sockets(listener, listener="human")), listener="human")
 
 
 def http_handler(workers: Workers) -> ASGIApp:
@@ -357,4 +369,6 @@ def build_tester_application(django_http: ASGIApp) -> ASGIApp:
             )
         )
     )
-    return one_line_each(listener)
+    return one_line_each(
+        with_probes(counted_sockets(listener, listener="tester")), listener="tester"
+    )

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.http import HttpRequest
 from django.utils.deprecation import MiddlewareMixin
 
+from mosaic.access_log import mark_route
 from mosaic.listeners import LISTENER_KEY
 
 URLCONFS = {"human": "mosaic.urls", "tester": "tester.urls"}
@@ -22,3 +25,9 @@ class ListenerMiddleware(MiddlewareMixin):
         listener = scope.get(LISTENER_KEY, "human")
         request.listener = listener  # type: ignore[attr-defined]
         request.urlconf = URLCONFS[listener]  # type: ignore[attr-defined]
+
+    def process_view(self, request: HttpRequest, *args: Any) -> None:
+        # The request's log line and metrics name the route it matched, not its path (ids).
+        match = request.resolver_match
+        if match is not None:
+            mark_route(getattr(request, "scope", None), f"/{match.route}")

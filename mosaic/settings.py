@@ -48,6 +48,8 @@ if MOSAIC_PRODUCTION and not all(o.startswith("https://") for o in MOSAIC_HUMAN_
 MOSAIC_CONSOLE_SEND = env.bool("MOSAIC_CONSOLE_SEND", default=True)
 MOSAIC_PROXY_USER_HEADER = env.str("MOSAIC_PROXY_USER_HEADER", default="")
 MOSAIC_TRUSTED_PROXIES = env.list("MOSAIC_TRUSTED_PROXIES", default=[])
+# The ops listener (/metrics, /healthz, /readyz) on 127.0.0.1; 0 starts none (mosaic.ops).
+MOSAIC_OPS_PORT = env.int("MOSAIC_OPS_PORT", default=7334)
 # L9: the secret the trusted proxy sends in `X-Mosaic-Proxy-Secret` with every request. An
 # address alone proves nothing on a shared host: any local process could name the human.
 MOSAIC_PROXY_SECRET = env.str("MOSAIC_PROXY_SECRET", default="")
@@ -334,15 +336,29 @@ STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = BASE_DIR / "staticfiles"
 
+# `plain` lines, or `json`: one JSON object a line, a request's with all its fields (mosaic.logs).
+MOSAIC_LOG_FORMAT = env.str("MOSAIC_LOG_FORMAT", default="plain")
+if MOSAIC_LOG_FORMAT not in ("plain", "json"):
+    raise ImproperlyConfigured(f"MOSAIC_LOG_FORMAT is plain or json, not {MOSAIC_LOG_FORMAT!r}.")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+        "json": {"()": "mosaic.logs.JsonFormatter"},
+    },
+    "filters": {"quiet_disallowed_host": {"()": "mosaic.logs.QuietDisallowedHost"}},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "json" if MOSAIC_LOG_FORMAT == "json" else "plain",
+        }
+    },
     # One handler, on the root: our loggers propagate to it, and servers that configure
     # logging themselves (daphne) find it already set and add no second one.
     "root": {"handlers": ["console"], "level": "WARNING"},
     "loggers": {
         "mosaic": {"level": env.str("MOSAIC_LOG_LEVEL", default="INFO")},
+        "django.security.DisallowedHost": {"filters": ["quiet_disallowed_host"]},
     },
 }

@@ -56,10 +56,11 @@ def test_refuse_tester_header_answers_json_with_its_length(business) -> None:
         [(b"host", b"127.0.0.1:7332"), (b"x-mosaic-tester", b"")],
     )
     assert answer.status == 403
-    assert answer.headers == [
+    assert answer.headers[:2] == [
         (b"content-type", b"application/json"),
         (b"content-length", str(len(answer.body)).encode()),
     ]
+    assert [name for name, _ in answer.headers[2:]] == [b"x-request-id"]
     assert answer.json()["error"] == "tester-listener-required"
     assert json.loads(answer.body)["detail"]
 
@@ -101,10 +102,11 @@ def test_tester_listener_redirects_localhost_page_to_loopback_address(business) 
     """L8: a page request for `localhost:PORT` goes to the same path on `127.0.0.1:PORT`."""
     answer = raw_request(TESTER, "GET", "/some/page", [(b"host", b"localhost:7333")])
     assert answer.status == 302
-    assert answer.headers == [
+    assert answer.headers[:2] == [
         (b"location", b"http://127.0.0.1:7333/some/page"),
         (b"content-length", b"0"),
     ]
+    assert [name for name, _ in answer.headers[2:]] == [b"x-request-id"]
     assert answer.body == b""
 
 
@@ -122,16 +124,19 @@ class Recorder:
     ("server", "chosen"),
     [
         (("127.0.0.1", 7333), TESTER),
+        (("127.0.0.1", 7334), "ops"),
         (("127.0.0.1", 7332), HUMAN),
         (("127.0.0.1", 8000), HUMAN),
         (None, HUMAN),
     ],
-    ids=["tester-port", "human-port", "other-port", "no-server"],
+    ids=["tester-port", "ops-port", "human-port", "other-port", "no-server"],
 )
-def test_by_port_sends_tester_port_to_tester_listener_only(server, chosen: str) -> None:
-    """One process, both listeners: the server socket's port alone picks the tester listener;
-    anything else is the human listener, which needs a signed-in human for everything."""
-    human, tester = Recorder(), Recorder()
+def test_by_port_sends_tester_port_to_tester_listener_only(settings, server, chosen: str) -> None:
+    """One process, every listener: the server socket's port alone picks the tester or the ops
+    listener; anything else is the human listener, which needs a signed-in human for
+    everything."""
+    settings.MOSAIC_OPS_PORT = 7334
+    listeners_by_name = {HUMAN: Recorder(), TESTER: Recorder(), "ops": Recorder()}
     scope: dict[str, Any] = {"type": "http"}
     if server is not None:
         scope["server"] = server
@@ -142,10 +147,9 @@ def test_by_port_sends_tester_port_to_tester_listener_only(server, chosen: str) 
     async def send(message: Any) -> None:
         return None
 
-    async_to_sync(by_port(human=human, tester=tester))(scope, receive, send)
-    picked, other = (tester, human) if chosen == TESTER else (human, tester)
-    assert picked.calls == [(scope, receive, send)]
-    assert other.calls == []
+    async_to_sync(by_port(**listeners_by_name))(scope, receive, send)
+    for name, recorder in listeners_by_name.items():
+        assert recorder.calls == ([(scope, receive, send)] if name == chosen else [])
 
 
 def run_guard(guard: Any, scope: dict[str, Any], inputs: list[dict[str, Any]]) -> list[Any]:

@@ -83,6 +83,8 @@ def test_make_run_serves_both_listeners(tmp_path: Path) -> None:
         "MOSAIC_HUMAN_PORT": str(human_port),
         "MOSAIC_TESTER_HOST": "127.0.0.1",
         "MOSAIC_TESTER_PORT": str(tester_port),
+        # Not the default 7334: tests run side by side.
+        "MOSAIC_OPS_PORT": "0",
         "MOSAIC_DEMO_PASSWORD": "make-run-password",
         "MOSAIC_ASSISTANT_BACKEND": "offline",
         "PYTHONUNBUFFERED": "1",

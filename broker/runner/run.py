@@ -31,6 +31,7 @@ from broker.runner.claims import try_claim
 from broker.runner.lease import Held, LeaseKeeper
 from broker.runner.pending import PendingThread, pending_messages
 from broker.runner.turns import read_turn
+from broker.signals import TurnEnd, turn_ended
 
 logger = logging.getLogger("mosaic.runner")
 
@@ -185,8 +186,36 @@ def _retry_time(turn: Message) -> str | None:
 
 
 def _take_turn(actor: Actor, held: Held, turn: Message, *, backend: ReplyBackend) -> ReplyState:
+    """`_attempt_turn`, and `turn_ended` with how it ended, however it ended."""
+    began = time.monotonic()
+    replies: list[Reply] = []
+    end = TurnEnd.FAILED  # an unexpected error: it is released as failed
+    try:
+        state = _attempt_turn(actor, held, turn, backend=backend, replies=replies)
+        end = TurnEnd(state.value)
+        return state
+    except TurnCancelled:
+        end = TurnEnd.STOPPED if held.ended else TurnEnd.SHUT_DOWN
+        raise
+    except Refusal as refusal:
+        end = TurnEnd.STOPPED if refusal.code == refusals.CLAIM_ENDED else TurnEnd.FAILED
+        raise
+    finally:
+        turn_ended.send(
+            sender=_take_turn,
+            instance=actor.role,
+            state=end,
+            seconds=time.monotonic() - began,
+            reply=replies[0] if end == TurnEnd.ANSWERED else None,
+        )
+
+
+def _attempt_turn(
+    actor: Actor, held: Held, turn: Message, *, backend: ReplyBackend, replies: list[Reply]
+) -> ReplyState:
     """One attempt at a turn, per R12: the reply lands (`answered`), or the turn is left
-    `retrying` or `failed`; the state it is left in is returned.
+    `retrying` or `failed`; the state it is left in is returned, and the backend's reply, when
+    it wrote one, added to `replies`.
 
     Raises TurnCancelled when the claim ended meanwhile (the reply is dropped), and Refusal
     `claim-ended` when a write finds it ended.
@@ -217,6 +246,7 @@ def _take_turn(actor: Actor, held: Held, turn: Message, *, backend: ReplyBackend
             f"The assistant failed unexpectedly ({type(error).__name__}).", transient=True
         )
         return _fail(actor, held, turn, unexpected)
+    replies.append(reply)
     if held.ended:
         # Stop means stop: the reply is dropped (the claim would refuse it anyway).
         raise TurnCancelled

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -25,9 +24,7 @@ from broker.idempotency import remember_answer
 from broker.models import Via
 from broker.refusals import Refusal
 from chat.gates import DenyAll
-from mosaic.access_log import mark_logged
-
-request_log = logging.getLogger("mosaic.requests")
+from mosaic.access_log import mark_chat_user
 
 # The Console marks its own sends with this header (`console`); any other client is `api`.
 VIA_HEADER = "X-Mosaic-Via"
@@ -63,15 +60,9 @@ class ChatView(APIView):
 
     def finalize_response(self, request: Request, response: Any, *args: Any, **kwargs: Any) -> Any:
         response = super().finalize_response(request, response, *args, **kwargs)
-        # This is the request's one line: the listener's edge writes none (mosaic.access_log).
-        mark_logged(getattr(request._request, "scope", None))
-        request_log.info(
-            'chat %s %s %s user="%s"',
-            request.method,
-            request.path,
-            response.status_code,
-            _user_of(request),
-        )
+        # L6: the request's one line names its user; the listener's edge writes it once the
+        # answer is sent (mosaic.access_log).
+        mark_chat_user(getattr(request._request, "scope", None), _user_of(request))
         return response
 
 

@@ -1,7 +1,7 @@
-"""The cluster under test: `manage.py cluster` (two human listeners, one tester listener, two
-runners) on a PostgreSQL database of its own reached through a cuttable proxy, a redis-server
-of its own, and a fake model. One cluster serves every test of this package, in file order:
-the scale-out tests first, then the faults, the killed listener last."""
+"""The cluster under test: `manage.py cluster` (two human listeners, one tester listener, the
+ops listener, two runners) on a PostgreSQL database of its own reached through a cuttable
+proxy, a redis-server of its own, and a fake model. One cluster serves every test of this
+package, in file order: the scale-out tests first, then the faults, the killed listener last."""
 
 from __future__ import annotations
 
@@ -43,6 +43,7 @@ class Cluster:
     log: Path
     human_urls: list[str]
     tester_url: str
+    ops_url: str
     pids: dict[str, int]
     runner_names: list[str]
     redis: RedisServer
@@ -96,9 +97,9 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     drop_scratch_database(url, name)
     workdir = tmp_path_factory.mktemp("cluster")
     log = workdir / "cluster.log"
-    ports = [free_port() for _ in range(3)]
-    while len(set(ports)) < 3:
-        ports = [free_port() for _ in range(3)]
+    ports = [free_port() for _ in range(4)]
+    while len(set(ports)) < 4:
+        ports = [free_port() for _ in range(4)]
     redis.start()
     proxy.start()
     model = model_server.start()
@@ -118,7 +119,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             [
                 *(sys.executable, "manage.py", "cluster"),
                 *("--human-ports", f"{ports[0]},{ports[1]}", "--tester-port", str(ports[2])),
-                *("--runners", str(RUNNERS)),
+                *("--runners", str(RUNNERS), "--ops-port", str(ports[3])),
             ],
             cwd=ROOT,
             env=environment,
@@ -154,6 +155,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             log=log,
             human_urls=[f"http://127.0.0.1:{port}" for port in ports[:2]],
             tester_url=f"http://127.0.0.1:{ports[2]}",
+            ops_url=f"http://127.0.0.1:{ports[3]}",
             pids=pids,
             runner_names=names,
             redis=redis,

@@ -12,6 +12,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.cluster.clients import Api, Follower
 from tests.cluster.conftest import PASSWORD, SERVICES, Cluster
@@ -142,6 +143,43 @@ def test_cluster_every_turn_answered_exactly_once(cluster: Cluster) -> None:
     assert sorted(counts) == turns
     assert set(counts.values()) == {1}
     print(f"exactly once: 60 turns through 3 listeners answered once each in {elapsed:.1f}s")
+
+
+def ops_metric(cluster: Cluster, name: str, labels: dict[str, str]) -> float:
+    """A sample of the ops listener's `/metrics`, summed over every process by the listener."""
+    text = httpx.get(f"{cluster.ops_url}/metrics", timeout=10).text
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == name and sample.labels == labels:
+                return float(sample.value)
+    return 0.0
+
+
+def test_cluster_metrics_add_up_every_process(cluster: Cluster) -> None:
+    """Issue 26: two turns sent through each human listener process and the tester listener
+    process, answered by the runner processes: the ops listener's `/metrics` counts all of
+    them, not one process's share."""
+    human, tester = {"listener": "human"}, {"listener": "tester"}
+    answered = {"state": "answered"}
+    before = [ops_metric(cluster, "mosaic_sends_total", labels) for labels in (human, tester)]
+    answered_before = ops_metric(cluster, "mosaic_turns_total", answered)
+
+    async def scenario() -> None:
+        a, b = await human_on(cluster)
+        tester_api = Api(cluster.tester_url)
+        project = await project_id(a, "metrics")
+        sides = [(a, await a.thread(project, "m-a")), (b, await b.thread(project, "m-b"))]
+        sides.append((tester_api, await tester_api.thread(project, "m-tester")))
+        for api, thread in sides:
+            turns = {(await api.send(thread, f"turn {n}"))[0] for n in range(2)}
+            await wait_answered(api, [thread], turns, 60)
+        for api, _ in sides:
+            await api.aclose()
+
+    asyncio.run(scenario())
+    after = [ops_metric(cluster, "mosaic_sends_total", labels) for labels in (human, tester)]
+    assert after == [before[0] + 4, before[1] + 2]
+    assert ops_metric(cluster, "mosaic_turns_total", answered) >= answered_before + 6
 
 
 def test_cluster_stop_through_one_listener_ends_a_run_a_runner_process_holds(

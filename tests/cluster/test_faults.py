@@ -10,6 +10,8 @@ import os
 import signal
 from typing import Any
 
+import httpx
+
 from tests.cluster.clients import Api, Follower
 from tests.cluster.conftest import SERVICES, Cluster
 from tests.cluster.services import wait_until
@@ -19,6 +21,28 @@ from tests.cluster.websocket import HandshakeRefused, connect
 pytestmark = SERVICES
 
 UNAVAILABLE = {"error": "unavailable", "detail": "The service is unavailable; retry shortly."}
+READY = {"database": "ok", "migrations": "ok", "channel-layer": "ok"}
+
+
+def every_listener(cluster: Cluster) -> list[str]:
+    return [*cluster.human_urls, cluster.tester_url, cluster.ops_url]
+
+
+async def readiness(cluster: Cluster) -> list[tuple[int, dict[str, str]]]:
+    """Each listener process's `/readyz`: its status and its checks."""
+    async with httpx.AsyncClient(timeout=15) as client:
+        answers = [await client.get(f"{url}/readyz") for url in every_listener(cluster)]
+    return [(answer.status_code, answer.json()["checks"]) for answer in answers]
+
+
+async def ready_again(cluster: Cluster, timeout: float) -> list[tuple[int, dict[str, str]]]:
+    """`/readyz` of every listener once all answer 200 (failing after `timeout` seconds)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while (answers := await readiness(cluster)) != [(200, READY)] * len(answers):
+        assert loop.time() < deadline, answers
+        await asyncio.sleep(0.2)
+    return answers
 
 
 def follower(cluster: Cluster, api: Api, index: int, after: int) -> Follower:
@@ -89,15 +113,20 @@ def test_redis_restarted_under_live_consoles_they_resume_with_no_gap(cluster: Cl
 
         await sent_more(6)
         outages = []
+        readiness_down: list[tuple[int, dict[str, str]]] = []
         # A long outage (turns go on while Redis is down) and a blip (down and straight back
         # up, as a restart is): a socket may live through the blip, its groups forgotten.
         for turns_while_down in (3, 0):
             cluster.redis.crash()
             down_at, before = loop.time(), len(sent)
+            if turns_while_down:
+                # Issue 26: while Redis is down every listener's /readyz says why.
+                readiness_down = await readiness(cluster)
             await sent_more(turns_while_down)
             await asyncio.to_thread(cluster.redis.start)
             outages.append((loop.time() - down_at, len(sent) - before))
             await sent_more(6)
+        readiness_up = await ready_again(cluster, 30)
         sending.clear()
         await sender
 
@@ -120,6 +149,8 @@ def test_redis_restarted_under_live_consoles_they_resume_with_no_gap(cluster: Cl
             "refused": refused,
             "outages": outages,
             "caught_up": caught_up,
+            "readiness_down": readiness_down,
+            "readiness_up": readiness_up,
         }
 
     result = asyncio.run(scenario())
@@ -127,6 +158,9 @@ def test_redis_restarted_under_live_consoles_they_resume_with_no_gap(cluster: Cl
         assert holds_the_trail(each.received, result["expected"]), each.received
         # A socket closed on the way only as `unavailable`, the code that says "retry".
         assert set(each.closes) <= {4503}, each.closes
+    channel_layer_down = {**READY, "channel-layer": "failed"}
+    assert result["readiness_down"] == [(503, channel_layer_down)] * 4
+    assert result["readiness_up"] == [(200, READY)] * 4
     outages = ", ".join(f"{down:.1f}s with {turns} turns sent" for down, turns in result["outages"])
     print(
         f"redis restarts: {result['sent']} turns ({result['refused']} answers 503), "
@@ -184,6 +218,8 @@ def test_postgres_connections_cut_answer_503_then_recover_without_restart(
                 body = answer.text[:200]
             answers.append((label, answer.status_code, body, loop.time() - began))
         pages = [(await api.get("/")).status_code for api in (a, tester)]
+        # Issue 26: while PostgreSQL is cut every listener's /readyz says why.
+        readiness_down = await readiness(cluster)
         try:
             socket = await connect(
                 f"{ws(cluster.human_urls[0])}/ws/trail/?after={start}",
@@ -198,6 +234,7 @@ def test_postgres_connections_cut_answer_503_then_recover_without_restart(
 
         cluster.database.restore()
         restored_at = loop.time()
+        readiness_up = await ready_again(cluster, 30)
         message, answers_503 = await a.send(thread, "after the cut")
         recovered = loop.time() - restored_at
         tester_message, _ = await tester.send(tester_thread, "after the cut")
@@ -212,6 +249,8 @@ def test_postgres_connections_cut_answer_503_then_recover_without_restart(
         return {
             "answers": answers,
             "pages": pages,
+            "readiness_down": readiness_down,
+            "readiness_up": readiness_up,
             "socket": socket_answer,
             "recovered": recovered,
             "answered": answered,
@@ -225,6 +264,9 @@ def test_postgres_connections_cut_answer_503_then_recover_without_restart(
         assert (label, status, body) == (label, 503, UNAVAILABLE)
         assert seconds < 5, (label, seconds)
     assert result["pages"] == [200, 200]  # the Console pages need no database
+    # The migrations check ran once, while the database answered: it is not asked again.
+    assert result["readiness_down"] == [(503, {**READY, "database": "failed"})] * 4
+    assert result["readiness_up"] == [(200, READY)] * 4
     assert result["socket"] == 4503
     assert holds_the_trail(result["trail"].received, result["expected"]), result["trail"].received
     print(

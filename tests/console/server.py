@@ -1,5 +1,6 @@
-"""The real server for the browser tests: `manage.py serve` (daphne, both listeners and the
-assistant runner) on free ports, over a database of its own, restartable on the same ports.
+"""The real server for the browser tests: `manage.py serve` (daphne, the human, tester and ops
+listeners and the assistant runner) on free ports, over a database of its own, restartable on
+the same ports.
 
 On SQLite the database is a fresh file; on a PostgreSQL run (DATABASE_URL starts with
 `postgres`) it is a scratch database made for the test session and dropped after it.
@@ -97,6 +98,7 @@ class LiveServer:
     workdir: Path
     human_port: int = field(default_factory=free_port)
     tester_port: int = field(default_factory=free_port)
+    ops_port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
     # Settings of this server over the defaults below (a model server of the tests' own, …).
     settings: dict[str, str] = field(default_factory=dict)
@@ -106,6 +108,8 @@ class LiveServer:
     def __post_init__(self) -> None:
         while self.tester_port == self.human_port:
             self.tester_port = free_port()
+        while self.ops_port in (self.human_port, self.tester_port):
+            self.ops_port = free_port()
 
     @property
     def human_url(self) -> str:
@@ -114,6 +118,10 @@ class LiveServer:
     @property
     def tester_url(self) -> str:
         return f"http://127.0.0.1:{self.tester_port}"
+
+    @property
+    def ops_url(self) -> str:
+        return f"http://127.0.0.1:{self.ops_port}"
 
     @property
     def log_path(self) -> Path:
@@ -128,6 +136,7 @@ class LiveServer:
             MOSAIC_HUMAN_PORT=str(self.human_port),
             MOSAIC_TESTER_HOST="127.0.0.1",
             MOSAIC_TESTER_PORT=str(self.tester_port),
+            MOSAIC_OPS_PORT=str(self.ops_port),
             MOSAIC_DEMO_PASSWORD=PASSWORD,
             MOSAIC_CONSOLE_SEND="true",
             MOSAIC_ASSISTANT_BACKEND="offline",

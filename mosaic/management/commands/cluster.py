@@ -2,9 +2,13 @@
 
 On PostgreSQL and Redis it creates the database if it is missing, migrates it, loads the demo
 business, then starts its children: one `serve --listener human --no-runner` daphne process per
-human port, one `serve --listener tester --no-runner` process, and `--runners` processes of
-`runassistant`. It prints the addresses once every listener answers and stops every child on
-SIGINT or SIGTERM.
+human port, one `serve --listener tester --no-runner` process, one `serve --listener ops` process
+on `--ops-port` (MOSAIC_OPS_PORT; 0 for none), and `--runners` processes of `runassistant`. It
+prints the addresses once every listener answers `/readyz` and stops every child on SIGINT or
+SIGTERM.
+
+Every child writes its metrics to one PROMETHEUS_MULTIPROC_DIR (a directory of this run's own
+unless set), and the ops listener's `/metrics` adds them up.
 
 A child that dies while starting stops the whole cluster. A child that dies later is reported
 and not replaced: the others keep serving, which is what the cluster shows.
@@ -13,12 +17,16 @@ and not replaced: the others keep serving, which is what the cluster shows.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
+import urllib.error
+import urllib.request
 from dataclasses import dataclass
 from types import FrameType
 from typing import Any
@@ -27,13 +35,15 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connection, connections
+from prometheus_client import multiprocess
 
 from broker.boot import refuse_invalid_businesses, refuse_unguarded_database
-from mosaic.management.commands.serve import is_loopback
+from mosaic.management.commands.serve import OPS_HOST, is_loopback
 
 START_SECONDS = 60.0
 # Runners end their claims `runner stopped` on SIGTERM; anything still alive after this is killed.
 STOP_SECONDS = 15.0
+METRICS_DIRECTORY = "PROMETHEUS_MULTIPROC_DIR"
 
 
 @dataclass
@@ -48,11 +58,12 @@ class Child:
         return f"http://{self.host}:{self.port}/" if self.port is not None else ""
 
 
-def answers(host: str, port: int) -> bool:
+def ready(host: str, port: int) -> bool:
+    """The listener answers `/readyz` 200: its database, migrations and channel layer work."""
     try:
-        with socket.create_connection((host, port), timeout=0.2):
-            return True
-    except OSError:
+        with urllib.request.urlopen(f"http://{host}:{port}/readyz", timeout=5) as answer:
+            return bool(answer.status == 200)
+    except (OSError, urllib.error.URLError):
         return False
 
 
@@ -76,7 +87,9 @@ def ports(text: str) -> list[int]:
 
 
 class Command(BaseCommand):
-    help = "Run human listeners, a tester listener and runners as separate processes."
+    help = "Run human listeners, a tester listener, an ops listener and runners as processes."
+    own_metrics_directory = False
+    metrics_directory = ""
     # The checks read the database, which may not exist yet; the same invariants are checked
     # once it is migrated (`refuse_invalid_businesses`), and again by every child.
     requires_system_checks: list[str] = []
@@ -90,11 +103,22 @@ class Command(BaseCommand):
         )
         parser.add_argument("--tester-port", type=int, default=7343, metavar="P")
         parser.add_argument("--runners", type=int, default=2, metavar="N")
+        parser.add_argument(
+            "--ops-port",
+            type=int,
+            default=None,
+            metavar="P",
+            help="the ops listener's port (default MOSAIC_OPS_PORT; 0 for none)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         human_ports = ports(options["human_ports"])
         tester_port: int = options["tester_port"]
-        if len({*human_ports, tester_port}) != len(human_ports) + 1:
+        ops_port: int = (
+            options["ops_port"] if options["ops_port"] is not None else settings.MOSAIC_OPS_PORT
+        )
+        listener_ports = [*human_ports, tester_port, *([ops_port] if ops_port else [])]
+        if len(set(listener_ports)) != len(listener_ports):
             raise CommandError("Every listener needs a port of its own.")
         if options["runners"] < 1:
             raise CommandError("--runners must be at least 1.")
@@ -111,7 +135,11 @@ class Command(BaseCommand):
 
         taken = [
             port
-            for host, port in [*((human_host, p) for p in human_ports), (tester_host, tester_port)]
+            for host, port in [
+                *((human_host, p) for p in human_ports),
+                (tester_host, tester_port),
+                *([(OPS_HOST, ops_port)] if ops_port else []),
+            ]
             if in_use(host, port)
         ]
         if taken:
@@ -149,6 +177,16 @@ class Command(BaseCommand):
                     port=tester_port,
                 )
             )
+            if ops_port:
+                children.append(
+                    self.spawn(
+                        "ops listener",
+                        ["serve", "--listener", "ops", "--no-runner"],
+                        {**environment, "MOSAIC_OPS_PORT": str(ops_port)},
+                        host=OPS_HOST,
+                        port=ops_port,
+                    )
+                )
             for number in range(1, options["runners"] + 1):
                 children.append(self.spawn(f"runner {number}", ["runassistant"], environment))
             self.wait_until_serving(children, interrupted)
@@ -157,6 +195,8 @@ class Command(BaseCommand):
                 self.supervise(children, interrupted)
         finally:
             self.stop(children)
+            if self.own_metrics_directory:
+                shutil.rmtree(self.metrics_directory, ignore_errors=True)
 
     def prepare_database(self) -> None:
         """Create the database if missing, migrate it, load the demo business."""
@@ -177,6 +217,10 @@ class Command(BaseCommand):
         self, human_host: str, human_ports: list[int], tester_port: int
     ) -> dict[str, str]:
         environment = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        self.own_metrics_directory = not os.environ.get(METRICS_DIRECTORY)
+        if self.own_metrics_directory:
+            environment[METRICS_DIRECTORY] = tempfile.mkdtemp(prefix="mosaic-metrics-")
+        self.metrics_directory = environment[METRICS_DIRECTORY]
         environment["MOSAIC_TESTER_PORT"] = str(tester_port)
         environment["MOSAIC_HUMAN_HOST"] = human_host
         if "MOSAIC_HUMAN_ORIGINS" not in os.environ:
@@ -211,7 +255,7 @@ class Command(BaseCommand):
                     raise CommandError(
                         f"{child.label} exited while starting (status {child.popen.returncode})."
                     )
-            waiting = [child for child in waiting if not answers(child.host, child.port or 0)]
+            waiting = [child for child in waiting if not ready(child.host, child.port or 0)]
             if time.monotonic() > deadline:
                 late = ", ".join(child.label for child in waiting)
                 raise CommandError(f"Not serving after {START_SECONDS:.0f}s: {late}.")
@@ -230,6 +274,10 @@ class Command(BaseCommand):
         while alive and not interrupted.wait(0.5):
             for child in [child for child in alive if child.popen.poll() is not None]:
                 alive.remove(child)
+                # Its live gauges (open sockets) leave the sum with it.
+                multiprocess.mark_process_dead(  # type: ignore[no-untyped-call]
+                    child.popen.pid, self.metrics_directory
+                )
                 self.stderr.write(
                     f"cluster: {child.label} (pid {child.popen.pid}) exited with status "
                     f"{child.popen.returncode}; {len(alive)} process(es) still serving"

@@ -1,7 +1,8 @@
 """`manage.py serve`: both listeners and an assistant runner in one process, in the foreground.
 
 The human listener on MOSAIC_HUMAN_HOST:MOSAIC_HUMAN_PORT and the tester listener on
-MOSAIC_TESTER_HOST:MOSAIC_TESTER_PORT, which must be a loopback address, under one daphne; the
+MOSAIC_TESTER_HOST:MOSAIC_TESTER_PORT, which must be a loopback address, under one daphne, with
+the ops listener (metrics, health, readiness) on 127.0.0.1:MOSAIC_OPS_PORT unless that is 0; the
 runner works beside them in threads, so the in-memory channel layer serves both. `--listener`
 serves one listener alone and `--no-runner` leaves runs to `runassistant` processes.
 """
@@ -28,7 +29,10 @@ APPLICATIONS = {
     "both": "mosaic.asgi:application",
     "human": "mosaic.asgi:human_application",
     "tester": "mosaic.asgi:tester_application",
+    "ops": "mosaic.asgi:ops_application",
 }
+# The ops listener's address: loopback, always (README, Metrics).
+OPS_HOST = "127.0.0.1"
 
 
 class OneLineServer(BoundedServer):
@@ -92,6 +96,12 @@ class Command(BaseCommand):
                 f"tester Console:  http://{tester_host}:{settings.MOSAIC_TESTER_PORT}/"
                 "  (no sign-in; every change there is recorded as tester)"
             )
+        ops_port: int = settings.MOSAIC_OPS_PORT
+        if listener == "ops" or (listener == "both" and ops_port):
+            if not ops_port:
+                raise CommandError("The ops listener needs a port: set MOSAIC_OPS_PORT.")
+            endpoints.append((OPS_HOST, ops_port))
+            self.stdout.write(f"metrics:         http://{OPS_HOST}:{ops_port}/metrics")
         arguments = []
         for host, port in endpoints:
             interface = host.replace(":", r"\:")

@@ -1,0 +1,168 @@
+"""Issue 26: the ops listener serves `/metrics`, `/healthz` and `/readyz` to loopback only; the
+human and tester listeners never serve `/metrics`; requests and sends move the metrics."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+from asgiref.sync import async_to_sync
+from prometheus_client import REGISTRY
+
+from mosaic.handler import WorkerPool
+from mosaic.listeners import build_human_application, http_handler
+from mosaic.metrics import counted_sockets
+from mosaic.ops import build_ops_application
+from tests.listeners import HUMAN, TESTER, ListenerClient, RawAnswer, call, http_scope
+
+OPS_HOST = (b"host", b"127.0.0.1:7334")
+
+
+def ops_request(
+    path: str,
+    *,
+    method: str = "GET",
+    headers: list[tuple[bytes, bytes]] | None = None,
+    client: str = "127.0.0.1",
+) -> RawAnswer:
+    scope = http_scope(HUMAN, method, path, headers or [OPS_HOST], client=(client, 50000))
+    return async_to_sync(call)(build_ops_application(), scope)
+
+
+def sample(name: str, labels: dict[str, str]) -> float:
+    return REGISTRY.get_sample_value(name, labels) or 0.0
+
+
+def test_ops_metrics_answers_prometheus_text() -> None:
+    answer = ops_request("/metrics")
+    assert answer.status == 200
+    assert dict(answer.headers)[b"content-type"].startswith(b"text/plain")
+    text = answer.body.decode()
+    assert "_created" not in text
+    for name in (
+        "mosaic_http_requests_total",
+        "mosaic_http_request_duration_seconds_bucket",
+        "mosaic_websockets_open",
+        "mosaic_sends_total",
+        "mosaic_turns_total",
+        "mosaic_reply_first_token_seconds_bucket",
+        "mosaic_reply_duration_seconds_bucket",
+        "mosaic_tokens_total",
+        "mosaic_admission_refusals_total",
+        "mosaic_db_pool_waits_total",
+    ):
+        assert f"\n# HELP {name.removesuffix('_bucket')} " in text, name
+
+
+@pytest.mark.parametrize(
+    ("client", "host", "code"),
+    [
+        ("10.0.0.5", b"127.0.0.1:7334", "host-refused"),
+        ("127.0.0.1", b"metrics.example:7334", "host-refused"),
+    ],
+)
+def test_ops_refuses_other_clients_and_hosts(client: str, host: bytes, code: str) -> None:
+    """Loopback only, and a loopback Host (DNS rebinding)."""
+    answer = ops_request("/metrics", headers=[(b"host", host)], client=client)
+    assert (answer.status, answer.json()["error"]) == (400, code)
+
+
+@pytest.mark.parametrize(
+    ("method", "path"), [("GET", "/"), ("GET", "/admin/"), ("POST", "/metrics")]
+)
+def test_ops_serves_nothing_else(method: str, path: str) -> None:
+    answer = ops_request(path, method=method)
+    assert (answer.status, answer.json()["error"]) == (404, "not-found")
+
+
+def test_ops_healthz_answers_alive() -> None:
+    answer = ops_request("/healthz")
+    assert (answer.status, answer.json()) == (200, {"status": "alive"})
+
+
+@pytest.mark.django_db(transaction=True)
+def test_ops_readyz_answers_ready() -> None:
+    answer = ops_request("/readyz")
+    assert (answer.status, answer.json()["status"]) == (200, "ready")
+
+
+@pytest.mark.parametrize("listener", [HUMAN, TESTER])
+def test_listeners_do_not_serve_metrics(business, listener: str) -> None:
+    answer = ListenerClient(listener).get("/metrics")
+    assert answer.status_code == 404
+    assert "mosaic_http_requests" not in answer.text
+
+
+def test_send_moves_sends_and_requests(human_client: ListenerClient, human_thread_id: int) -> None:
+    route = "/api/chat/threads/<id:thread_id>/messages"
+    labels = {"listener": "human", "route": route, "status": "201"}
+    sends = sample("mosaic_sends_total", {"listener": "human"})
+    requests = sample("mosaic_http_requests_total", labels)
+    timed = sample(
+        "mosaic_http_request_duration_seconds_count", {"listener": "human", "route": route}
+    )
+
+    answer = human_client.post(f"/api/chat/threads/{human_thread_id}/messages", {"body": "hi"})
+
+    assert answer.status_code == 201, answer.text
+    assert sample("mosaic_sends_total", {"listener": "human"}) == sends + 1
+    assert sample("mosaic_http_requests_total", labels) == requests + 1
+    assert (
+        sample("mosaic_http_request_duration_seconds_count", {"listener": "human", "route": route})
+        == timed + 1
+    )
+
+
+def test_refused_send_moves_no_send(tester_client: ListenerClient, human_thread_id: int) -> None:
+    sends = sample("mosaic_sends_total", {"listener": "tester"})
+    answer = tester_client.post(f"/api/chat/threads/{human_thread_id}/messages", {"body": "hi"})
+    assert answer.status_code == 403
+    assert sample("mosaic_sends_total", {"listener": "tester"}) == sends
+
+
+def test_busy_server_refusal_moves_admission_refusals(business) -> None:
+    """Every worker busy past the wait: the 503 is counted."""
+    pool = WorkerPool(size=1, wait=0.05)
+    app = build_human_application(http_handler(pool))
+    release = threading.Event()
+    before = sample("mosaic_admission_refusals_total", {})
+
+    async def while_busy() -> RawAnswer:
+        holder = asyncio.ensure_future(pool.run(release.wait, 10))
+        await asyncio.sleep(0.02)
+        try:
+            return await call(app, http_scope(HUMAN, "GET", "/api/chat/projects", []))
+        finally:
+            release.set()
+            await holder
+
+    assert async_to_sync(while_busy)().status == 503
+    assert sample("mosaic_admission_refusals_total", {}) == before + 1
+
+
+def test_open_sockets_counts_from_accept_to_end() -> None:
+    """A WebSocket counts while open once accepted; a refused handshake never counts."""
+    labels = {"listener": "tester"}
+    seen: list[float] = []
+
+    async def accepting(scope, receive, send) -> None:
+        await send({"type": "websocket.accept"})
+        seen.append(sample("mosaic_websockets_open", labels))
+
+    async def refusing(scope, receive, send) -> None:
+        await send({"type": "websocket.close", "code": 4403})
+        seen.append(sample("mosaic_websockets_open", labels))
+
+    async def nothing(message) -> None:
+        return None
+
+    async def receive() -> dict[str, str]:
+        return {"type": "websocket.disconnect"}
+
+    before = sample("mosaic_websockets_open", labels)
+    for app in (accepting, refusing):
+        counted = counted_sockets(app, listener="tester")
+        async_to_sync(counted)({"type": "websocket"}, receive, nothing)
+    assert seen == [before + 1, before]
+    assert sample("mosaic_websockets_open", labels) == before
