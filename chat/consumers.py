@@ -47,7 +47,7 @@ SHARED_READS = SharedReads()
 # Per process: the sign-in checks of the human sockets opened with a session.
 SIGN_IN_CHECKS = SharedSignInChecks()
 # How often every socket renews its group memberships and reads once more (`Resync`).
-RESYNC_SECONDS = 10.0
+RESYNC_SECONDS = settings.MOSAIC_RESYNC_SECONDS
 
 
 def actor_for(scope: dict[str, Any], listener: str) -> Actor:
