@@ -90,8 +90,10 @@ class StreamConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
     frame_type = ""
     field = ""
     rows_type = ""
-    # Set once the socket's sign-in ended: nothing is sent after (`end_now`).
+    # Set once the socket's sign-in ended: nothing is sent after (`recheck`).
     revoked = False
+    # The check of the sign-in after a revocation that may end it; sends wait for it.
+    verdict: asyncio.Future[None] | None = None
 
     def __init__(self, *, listener: str, **kwargs: Any) -> None:
         # Bound per listener by its routes (`as_asgi(listener=…)`), never read from the request.
@@ -123,8 +125,10 @@ class StreamConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
         except Refusal as refusal:
             await self.close(code=close_code(refusal.code))
             return
+        if self.verdict is not None:
+            await asyncio.wait([self.verdict])
         if self.revoked:
-            return  # heard while it checked: `end_now` refuses the connection
+            return  # a revocation heard while it connected ended it: the connection is refused
         await self.accept()
         # Joined before the first read: a row committed from here on nudges us, and the read
         # below or the next one after it finds it; the cursor keeps each row to one frame.
@@ -259,28 +263,41 @@ class StreamConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
         sign-in that ended (`chat.revocations`)."""
         if message.get("type") == REVOKED:
             if self.sign_in is not None and Revocation.of(message).ends(self.sign_in):
-                self.end_now()
+                self.verdict = asyncio.ensure_future(self.recheck(self.verdict))
         elif message.get("type") == events.TURN_NUDGE:
             self.want_read()
         else:
             self.want_read(int(message.get("id", 0)))
 
-    def end_now(self) -> None:
-        """The sign-in ended: from this instant the socket sends nothing (`send` drops what a
-        read already in flight would send), and it closes `not-authenticated`."""
+    async def recheck(self, earlier: asyncio.Future[None] | None) -> None:
+        """A revocation names this socket's session or user: from the instant it is heard, the
+        socket sends nothing until a check that began after it (so after its commit) says
+        whether the sign-in still holds. A user's revocation heard late may predate this very
+        sign-in (the password changed, then changed back, then signed in again); only the check
+        can tell. Ended (or the check failed), the socket closes and sends nothing more."""
+        if earlier is not None:
+            await asyncio.wait([earlier])
         if self.revoked:
             return
+        try:
+            await self.check_signed_in(not_before=tick())
+            return
+        except Refusal as refusal:
+            code = close_code(refusal.code)
+        except Exception:
+            logger.warning("could not check a revoked sign-in", exc_info=True)
+            code = close_code(refusals.UNAVAILABLE)
         self.revoked = True
         sender = getattr(self, "sender", None)
         if sender is not None:
             sender.cancel()
-        self.closing = asyncio.ensure_future(
-            self.close(code=close_code(refusals.NOT_AUTHENTICATED))
-        )
+        await self.close(code=code)
 
     async def send(
         self, text_data: str | None = None, bytes_data: bytes | None = None, close: bool = False
     ) -> None:
+        if self.verdict is not None and not self.verdict.done():
+            await asyncio.wait([self.verdict])
         if self.revoked:
             return
         await super().send(text_data=text_data, bytes_data=bytes_data, close=close)

@@ -5,8 +5,9 @@ and a deactivated or deleted user each announce, once committed, which sessions 
 no longer sign anyone in. The announcement goes to one group, `REVOKED_GROUP`, which every
 listener process follows once (`chat.fan_out`) on the same channel as its streams' nudges, and
 it is sent through the same outbox as those nudges (`broker.events`). So a nudge committed after
-the revocation reaches each process after it: the socket has stopped sending before it hears of
-any row, draft or state written after the sign-in ended.
+the revocation reaches each process after it: the socket holds its sends back before it hears
+of any row, draft or state written after the sign-in ended, until a check says whether the
+sign-in still holds (`chat.consumers.StreamConsumer.recheck`).
 
 Writes that send no signal — a queryset `update(is_active=False)`, SQL by hand — are not
 announced; the sockets' own check finds them at their next read or resync

@@ -146,6 +146,13 @@ class FakeModel:
         return events
 
 
+def write_event(wfile: Any, event: str | None) -> None:
+    """One SSE `data:` event as one chunk of a chunked body; None: the body's last chunk."""
+    data = b"" if event is None else f"data: {event}\n\n".encode()
+    wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+    wfile.flush()
+
+
 def fake_handler(model: FakeModel) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         # HTTP/1.1, so a stream is chunked and one cut short is seen as broken.
@@ -240,11 +247,8 @@ def fake_handler(model: FakeModel) -> type[BaseHTTPRequestHandler]:
                     self.close_connection = True
                     self.connection.shutdown(socket.SHUT_RDWR)
                     return
-                data = f"data: {event}\n\n".encode()
-                self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
-                self.wfile.flush()
-            self.wfile.write(b"0\r\n\r\n")
-            self.wfile.flush()
+                write_event(self.wfile, event)
+            write_event(self.wfile, None)
 
         def wait_or_hang_up(self, seconds: float) -> bool:
             """Wait `seconds`; True, at once, when the client hangs up (or the server stops)."""

@@ -39,6 +39,15 @@ class Outcome:
     close_code: int | None
     seconds_to_close: float
 
+    def assert_closed_at_once(self, code: int, context: str = "") -> None:
+        """The socket had the reply's first draft, then closed `code` within 1 s of the
+        revocation's return with no frame after — the marker's above all."""
+        assert [frame["type"] for frame in self.before][-1] == "reply.draft"
+        assert self.after == [], f"frames after the revocation: {self.after}"
+        assert MARKER not in str(self.after)
+        assert self.close_code == code, context
+        assert self.seconds_to_close < 1.0
+
 
 async def thread_of(api: Api, name: str) -> int:
     project = await api.ok("/api/chat/projects", {"name": name})
@@ -53,6 +62,7 @@ async def revoke_mid_reply(
     holding: threading.Event,
     release: threading.Event,
     revoke: Callable[[], Awaitable[None]],
+    body: str = "tell me something",
 ) -> Outcome:
     """Open the thread `name`'s socket on the listener at `socket_base` with `api`'s session,
     send a turn, wait for its first draft while the model holds, `revoke`, release the model,
@@ -62,7 +72,7 @@ async def revoke_mid_reply(
     socket = await connect(ws_url, origin=socket_base, cookies=dict(api.client.cookies))
     before: list[dict[str, Any]] = []
     try:
-        await api.send(thread, "tell me something")
+        await api.send(thread, body)
 
         async def until_first_draft() -> None:
             while (text := await socket.receive()) is not None:
@@ -94,3 +104,44 @@ async def revoke_mid_reply(
         return Outcome(before, after, socket.close_code, max(0.0, closed_at - revoked_at))
     finally:
         await socket.close()
+
+
+def revoked_while_streaming(
+    *,
+    sign_in_url: str,
+    socket_base: str,
+    username: str,
+    password: str,
+    name: str,
+    holding: threading.Event,
+    release: threading.Event,
+    revoke: Callable[[Api], Awaitable[None]],
+    restore: Callable[[], None],
+    body: str = "tell me something",
+) -> Outcome:
+    """Sign in on `sign_in_url` and run `revoke_mid_reply`; then let the model go and
+    `restore` the user, so the next case can sign in as at the start."""
+    holding.clear()
+    release.clear()
+
+    async def scenario() -> Outcome:
+        api = Api(sign_in_url)
+        try:
+            await api.sign_in(username, password)
+            return await revoke_mid_reply(
+                api=api,
+                socket_base=socket_base,
+                name=name,
+                holding=holding,
+                release=release,
+                revoke=lambda: revoke(api),
+                body=body,
+            )
+        finally:
+            await api.aclose()
+
+    try:
+        return asyncio.run(scenario())
+    finally:
+        release.set()
+        restore()

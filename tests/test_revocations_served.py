@@ -21,7 +21,7 @@ from tests.cluster.clients import Api
 from tests.console.assistant import MODEL_NAME, assistant_settings
 from tests.console.server import HUMAN_USERNAME, PASSWORD, LiveServer, serving
 from tests.model_servers import FakeModel, serve_fake_model
-from tests.revocation_scenario import HOLD_AFTER, MARKER, PIECES, revoke_mid_reply
+from tests.revocation_scenario import HOLD_AFTER, PIECES, revoked_while_streaming
 
 NOT_AUTHENTICATED = close_code("not-authenticated")
 
@@ -80,34 +80,18 @@ def manage(server: LiveServer, step: str, key: str) -> None:
 def check_revocation(
     server: LiveServer, model: FakeModel, name: str, revoke: Callable[[Api], Awaitable[None]]
 ) -> None:
-    model.holding.clear()
-    model.release.clear()
-
-    async def scenario():  # type: ignore[no-untyped-def]
-        api = Api(server.human_url)
-        try:
-            await api.sign_in(HUMAN_USERNAME, PASSWORD)
-            return await revoke_mid_reply(
-                api=api,
-                socket_base=server.human_url,
-                name=name,
-                holding=model.holding,
-                release=model.release,
-                revoke=lambda: revoke(api),
-            )
-        finally:
-            await api.aclose()
-
-    try:
-        outcome = asyncio.run(scenario())
-    finally:
-        model.release.set()
-        server.manage("shell", "-c", RESTORE)
-    assert [frame["type"] for frame in outcome.before][-1] == "reply.draft"
-    assert outcome.after == [], f"frames after the revocation: {outcome.after}"
-    assert MARKER not in str(outcome.after)
-    assert outcome.close_code == NOT_AUTHENTICATED, server.log_tail(400)
-    assert outcome.seconds_to_close < 1.0
+    outcome = revoked_while_streaming(
+        sign_in_url=server.human_url,
+        socket_base=server.human_url,
+        username=HUMAN_USERNAME,
+        password=PASSWORD,
+        name=name,
+        holding=model.holding,
+        release=model.release,
+        revoke=revoke,
+        restore=lambda: server.manage("shell", "-c", RESTORE),
+    )
+    outcome.assert_closed_at_once(NOT_AUTHENTICATED, server.log_tail())
     print(f"{name}: closed {outcome.seconds_to_close * 1000:.0f} ms after the revocation returned")
 
 

@@ -204,3 +204,31 @@ def captured_revocations(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]
 
     monkeypatch.setattr("broker.events.send_after_commit", capture)
     return sent
+
+
+def test_late_revocation_of_an_earlier_sign_in_leaves_a_live_socket_streaming(streaming) -> None:
+    """A user's revocation heard after the user signed in again (a password changed, then
+    set back) names a sign-in that still holds: the check after it keeps the socket, and the
+    socket loses nothing it held back meanwhile."""
+    world = streaming
+    ada = User.objects.get(username="ada")
+
+    async def scenario() -> list[dict[str, Any]]:
+        from channels.layers import get_channel_layer
+
+        chat = socket(HUMAN, f"/ws/chat/threads/{world['thread'].pk}/", cookies=world["cookies"])
+        assert (await chat.connect())[0]
+        await frames(chat, 2)
+        late = {"type": revocations.REVOKED, "sessions": [], "user": str(ada.pk)}
+        layer = get_channel_layer()
+        await layer.group_send(
+            revocations.REVOKED_GROUP, {**late, "group": revocations.REVOKED_GROUP}
+        )
+        await sync_to_async(draft)(world, "still mine")
+        got = await frames(chat, 1)
+        await chat.disconnect()
+        return got
+
+    assert async_to_sync(scenario)() == [
+        {"type": "reply.draft", "in_reply_to": world["turn"].pk, "text": "still mine"}
+    ]
