@@ -112,12 +112,16 @@ async def _deliver(layer: BaseChannelLayer, group: str, message: dict[str, objec
 
 def push_after_commit(group: str, *, type: str, row_id: int) -> None:
     """Nudge `group` about row `row_id` once the current transaction commits."""
+    send_after_commit(group, {"type": type, "id": row_id})
+
+
+def send_after_commit(group: str, message: dict[str, object]) -> None:
+    """Send `message` to `group` once the current transaction commits, in commit order with
+    every other push of this process."""
     # The group's name rides along: one channel of each process follows many groups
     # (`chat.fan_out`).
     transaction.on_commit(
-        lambda: _send(
-            group, {"type": type, "id": row_id, "group": group}, layer=get_channel_layer()
-        )
+        lambda: _send(group, {**message, "group": group}, layer=get_channel_layer())
     )
 
 

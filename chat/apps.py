@@ -6,7 +6,7 @@ class ChatConfig(AppConfig):
     verbose_name = "Mosaic bus chat"
 
     def ready(self) -> None:
-        # L9's system check; signed-out sessions close their sockets; failed sign-ins count.
-        from chat import checks, sign_in_throttle, signals  # noqa: F401
+        # L9's system check; ended sign-ins close their sockets; failed sign-ins count.
+        from chat import checks, revocations, sign_in_throttle  # noqa: F401
         from chat.api import schema  # noqa: F401  (registers the schema's session scheme)
         from mosaic import metrics  # noqa: F401  (counts turns in every process, runners too)

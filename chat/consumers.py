@@ -12,7 +12,6 @@ owner check (R1) and the trail's scoping (R20) hold here as they do over HTTP.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import logging
 import weakref
@@ -34,6 +33,7 @@ from chat.api import shapes
 from chat.api.parsers import load_json
 from chat.errors import close_code
 from chat.fan_out import fan_out_of_this_loop, fan_outs_of_this_loop
+from chat.revocations import REVOKED, REVOKED_GROUP, Revocation
 from chat.session_checks import SharedSignInChecks, sign_in_of
 from chat.shared_reads import Frames, SharedReads, tick
 
@@ -47,12 +47,7 @@ SHARED_READS = SharedReads()
 # Per process: the sign-in checks of the human sockets opened with a session.
 SIGN_IN_CHECKS = SharedSignInChecks()
 # How often every socket renews its group memberships and reads once more (`Resync`).
-RESYNC_SECONDS = 10.0
-
-
-def session_group(session_key: str) -> str:
-    """The group of every socket opened with one session (the key itself is never a name)."""
-    return "session." + hashlib.sha256(session_key.encode()).hexdigest()[:40]
+RESYNC_SECONDS = settings.MOSAIC_RESYNC_SECONDS
 
 
 def actor_for(scope: dict[str, Any], listener: str) -> Actor:
@@ -95,6 +90,10 @@ class StreamConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
     frame_type = ""
     field = ""
     rows_type = ""
+    # Set once the socket's sign-in ended: nothing is sent after (`recheck`).
+    revoked = False
+    # The check of the sign-in after a revocation that may end it; sends wait for it.
+    verdict: asyncio.Future[None] | None = None
 
     def __init__(self, *, listener: str, **kwargs: Any) -> None:
         # Bound per listener by its routes (`as_asgi(listener=…)`), never read from the request.
@@ -116,10 +115,20 @@ class StreamConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
         self.nudged_id = 0
         self.sign_in = sign_in_of(self.scope) if self.listener == "human" else None
         self.fan_out = fan_out_of_this_loop(self.channel_layer)
+        if self.sign_in is not None:
+            # Hears each sign-in that ends from now on (`chat.revocations`); one that ended
+            # since the scope's session was read, the check below finds.
+            await self.fan_out.follow(REVOKED_GROUP, self)
         await self.fan_out.follow(self.group_name(), self)
-        self.groups_joined = self.session_groups()
-        for group in self.groups_joined:
-            await self.channel_layer.group_add(group, self.channel_name)
+        try:
+            await self.check_signed_in(not_before=tick())
+        except Refusal as refusal:
+            await self.close(code=close_code(refusal.code))
+            return
+        if self.verdict is not None:
+            await asyncio.wait([self.verdict])
+        if self.revoked:
+            return  # a revocation heard while it connected ended it: the connection is refused
         await self.accept()
         # Joined before the first read: a row committed from here on nudges us, and the read
         # below or the next one after it finds it; the cursor keeps each row to one frame.
@@ -131,22 +140,19 @@ class StreamConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
         resync_of_this_loop().sockets.discard(self)
         if hasattr(self, "fan_out"):
             self.fan_out.unfollow(self.group_name(), self)
-        for group in getattr(self, "groups_joined", []):
-            await self.channel_layer.group_discard(group, self.channel_name)
+            self.fan_out.unfollow(REVOKED_GROUP, self)
         sender = getattr(self, "sender", None)
         if sender is not None:
             sender.cancel()
 
     async def resync(self) -> bool:
-        """Renew the socket's own group memberships (its stream's the process renews, in
-        `Resync`) and read once more; False when the layer failed (the socket then closes
-        `unavailable`, and its client reconnects after its last id)."""
+        """Check the sign-in once more and read once more (the process renews the memberships,
+        in `Resync`); False when that failed (the socket then closes `unavailable`, and its
+        client reconnects after its last id)."""
         try:
-            for group in self.groups_joined:
-                await self.channel_layer.group_add(group, self.channel_name)
+            # Finds a sign-in ended by a write no signal announced (`chat.revocations`).
             await self.check_signed_in(not_before=tick())
         except Refusal as refusal:
-            # The sign-in ended while the socket was idle: it ends with it.
             await self.close(code=close_code(refusal.code))
             return True
         except Exception:
@@ -163,11 +169,6 @@ class StreamConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
             return
         if not await SIGN_IN_CHECKS.is_signed_in(self.sign_in, not_before=not_before):
             raise Refusal(refusals.NOT_AUTHENTICATED, "The session has ended; sign in again.")
-
-    def session_groups(self) -> list[str]:
-        session = self.scope.get("session")
-        key = getattr(session, "session_key", None) if self.listener == "human" else None
-        return [session_group(key)] if key else []
 
     async def dispatch(self, message: dict[str, Any]) -> None:
         """Channels' own dispatch, without its `close_old_connections` hop to a thread before
@@ -258,14 +259,48 @@ class StreamConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]
 
     def hear(self, message: Mapping[str, Any]) -> None:
         """A nudge to the socket's stream, handed on by the process (`chat.fan_out`): a new
-        row, or (`turn.nudge`) a turn whose reply state or draft changed (SPEC §7.1)."""
-        if message.get("type") == events.TURN_NUDGE:
+        row, (`turn.nudge`) a turn whose reply state or draft changed (SPEC §7.1), or a
+        sign-in that ended (`chat.revocations`)."""
+        if message.get("type") == REVOKED:
+            if self.sign_in is not None and Revocation.of(message).ends(self.sign_in):
+                self.verdict = asyncio.ensure_future(self.recheck(self.verdict))
+        elif message.get("type") == events.TURN_NUDGE:
             self.want_read()
         else:
             self.want_read(int(message.get("id", 0)))
 
-    async def session_ended(self, event: dict[str, Any]) -> None:
-        await self.close(code=close_code(refusals.NOT_AUTHENTICATED))
+    async def recheck(self, earlier: asyncio.Future[None] | None) -> None:
+        """A revocation names this socket's session or user: from the instant it is heard, the
+        socket sends nothing until a check that began after it (so after its commit) says
+        whether the sign-in still holds. A user's revocation heard late may predate this very
+        sign-in (the password changed, then changed back, then signed in again); only the check
+        can tell. Ended (or the check failed), the socket closes and sends nothing more."""
+        if earlier is not None:
+            await asyncio.wait([earlier])
+        if self.revoked:
+            return
+        try:
+            await self.check_signed_in(not_before=tick())
+            return
+        except Refusal as refusal:
+            code = close_code(refusal.code)
+        except Exception:
+            logger.warning("could not check a revoked sign-in", exc_info=True)
+            code = close_code(refusals.UNAVAILABLE)
+        self.revoked = True
+        sender = getattr(self, "sender", None)
+        if sender is not None:
+            sender.cancel()
+        await self.close(code=code)
+
+    async def send(
+        self, text_data: str | None = None, bytes_data: bytes | None = None, close: bool = False
+    ) -> None:
+        if self.verdict is not None and not self.verdict.done():
+            await asyncio.wait([self.verdict])
+        if self.revoked:
+            return
+        await super().send(text_data=text_data, bytes_data=bytes_data, close=close)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         """Clients may ping; any other frame is answered with an error, and the socket lives on."""

@@ -80,6 +80,9 @@ MOSAIC_ASSISTANT_ATTEMPTS = env.int("MOSAIC_ASSISTANT_ATTEMPTS", default=5)
 MOSAIC_ASSISTANT_RETRY_SECONDS = env.float("MOSAIC_ASSISTANT_RETRY_SECONDS", default=2.0)
 # A streamed reply's draft is stored (and shown) at most this often, in seconds.
 MOSAIC_DRAFT_INTERVAL = env.float("MOSAIC_DRAFT_INTERVAL", default=0.1)
+# How often each socket renews its channel-layer memberships, reads once more and checks its
+# sign-in again (ended sign-ins that no signal announced), in seconds.
+MOSAIC_RESYNC_SECONDS = env.float("MOSAIC_RESYNC_SECONDS", default=10.0)
 # A request body over this many bytes is refused `too-large` before it is read
 # (`mosaic.body_limit`); a body within it is held in memory, never spooled to a file.
 MOSAIC_REQUEST_MAX_BYTES = env.int("MOSAIC_REQUEST_MAX_BYTES", default=256 * 1024)

@@ -67,6 +67,10 @@ class FakeModel:
     raw_events: list[str] | None = None
     # Close the connection after this many chunks, mid-body (a stream that broke off).
     break_after: int | None = None
+    # Hold the stream after this many chunks (`holding` set) until `release` is set.
+    hold_after: int | None = None
+    holding: threading.Event = field(default_factory=threading.Event)
+    release: threading.Event = field(default_factory=threading.Event)
     # What `GET /v1/models` lists (None: the route is not served), and its status.
     models: list[str] | None = None
     models_status: int = 200
@@ -140,6 +144,13 @@ class FakeModel:
             )
         events.append("[DONE]")
         return events
+
+
+def write_event(wfile: Any, event: str | None) -> None:
+    """One SSE `data:` event as one chunk of a chunked body; None: the body's last chunk."""
+    data = b"" if event is None else f"data: {event}\n\n".encode()
+    wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+    wfile.flush()
 
 
 def fake_handler(model: FakeModel) -> type[BaseHTTPRequestHandler]:
@@ -227,6 +238,8 @@ def fake_handler(model: FakeModel) -> type[BaseHTTPRequestHandler]:
             for number, event in enumerate(events):
                 if number and self.wait_or_hang_up(model.chunk_delay):
                     return
+                if number == model.hold_after and self.held_until_released():
+                    return
                 if model.break_after is not None and number == model.break_after:
                     # Half a chunk, then the connection drops: no terminating chunk.
                     self.wfile.write(b'40\r\ndata: {"id"')
@@ -234,11 +247,8 @@ def fake_handler(model: FakeModel) -> type[BaseHTTPRequestHandler]:
                     self.close_connection = True
                     self.connection.shutdown(socket.SHUT_RDWR)
                     return
-                data = f"data: {event}\n\n".encode()
-                self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
-                self.wfile.flush()
-            self.wfile.write(b"0\r\n\r\n")
-            self.wfile.flush()
+                write_event(self.wfile, event)
+            write_event(self.wfile, None)
 
         def wait_or_hang_up(self, seconds: float) -> bool:
             """Wait `seconds`; True, at once, when the client hangs up (or the server stops)."""
@@ -255,6 +265,14 @@ def fake_handler(model: FakeModel) -> type[BaseHTTPRequestHandler]:
                     model.hung_up.set()
                     return True
             return model.closing.is_set()
+
+        def held_until_released(self) -> bool:
+            """Wait for `release`; True, at once, when the client hangs up (or the server stops)."""
+            model.holding.set()
+            while not model.release.is_set():
+                if self.wait_or_hang_up(0.02):
+                    return True
+            return False
 
         def log_message(self, format: str, *args: Any) -> None:
             pass

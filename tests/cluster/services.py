@@ -22,6 +22,7 @@ from tests.broker.runner.conftest import wait_for
 from tests.console.server import answers, free_port
 
 SLOW = "[slow]"
+HOLD = "[hold]"
 
 
 def require_binary(name: str) -> str:
@@ -158,7 +159,9 @@ class TcpProxy:
 class FakeModel:
     """An OpenAI-compatible chat completions endpoint on loopback. A turn whose text holds
     `[slow]` is held until its client goes away (the run was cancelled) and then counted in
-    `abandoned`; every other turn is answered at once."""
+    `abandoned`; one that holds `[hold]` is streamed (`tests.revocation_scenario`'s pieces),
+    held after its first words (`holding`) until `release`; every other turn is answered at
+    once."""
 
     url: str = ""
     answered: int = 0
@@ -166,6 +169,8 @@ class FakeModel:
     abandoned: list[str] = field(default_factory=list)
     closing: threading.Event = field(default_factory=threading.Event)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    holding: threading.Event = field(default_factory=threading.Event)
+    release: threading.Event = field(default_factory=threading.Event)
 
 
 def _handler(model: FakeModel) -> type[BaseHTTPRequestHandler]:
@@ -182,6 +187,9 @@ def _handler(model: FakeModel) -> type[BaseHTTPRequestHandler]:
                         with model.lock:
                             model.abandoned.append(text)
                         return
+                return
+            if HOLD in text:
+                self.stream_held(request["model"])
                 return
             payload = json.dumps(
                 {
@@ -208,6 +216,30 @@ def _handler(model: FakeModel) -> type[BaseHTTPRequestHandler]:
                 return
             with model.lock:
                 model.answered += 1
+
+        def stream_held(self, name: str) -> None:
+            """The suite's streamed answer, held after its first words until `release`."""
+            from tests.model_servers import FakeModel as StreamingModel
+            from tests.model_servers import write_event
+            from tests.revocation_scenario import HOLD_AFTER, PIECES
+
+            events = StreamingModel(pieces=PIECES).stream_events(name, None, include_usage=False)
+            self.protocol_version = "HTTP/1.1"
+            self.close_connection = True
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            try:
+                for number, event in enumerate(events):
+                    if number == HOLD_AFTER:
+                        model.holding.set()
+                        while not (model.release.wait(0.05) or model.closing.is_set()):
+                            pass
+                    write_event(self.wfile, event)
+                write_event(self.wfile, None)
+            except OSError:
+                return
 
         def log_message(self, format: str, *args: Any) -> None:
             pass
