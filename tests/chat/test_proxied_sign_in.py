@@ -30,17 +30,25 @@ def sign_in(server: LiveServer, username: str, password: str, forwarded_for: str
     return answer.status_code
 
 
+# The throttle's windows are fixed, aligned to the epoch: a test's failures must not straddle
+# two of them (a 900-s window ends every quarter hour). This one ends in 2033.
+ONE_WINDOW = {"MOSAIC_SIGN_IN_WINDOW_SECONDS": str(10**9)}
+
+
 @pytest.fixture
 def behind_trusted_proxy(tmp_path: Path) -> Iterator[LiveServer]:
-    with serving(
-        tmp_path, "proxied_sign_in", settings={"MOSAIC_TRUSTED_PROXIES": "127.0.0.1"}
-    ) as server:
+    settings = {"MOSAIC_TRUSTED_PROXIES": "127.0.0.1", **ONE_WINDOW}
+    with serving(tmp_path, "proxied_sign_in", settings=settings) as server:
         yield server
 
 
 @pytest.fixture
 def behind_untrusted_peer(tmp_path: Path) -> Iterator[LiveServer]:
-    settings = {"MOSAIC_TRUSTED_PROXIES": "10.9.9.9", "MOSAIC_SIGN_IN_ADDRESS_LIMIT": "3"}
+    settings = {
+        "MOSAIC_TRUSTED_PROXIES": "10.9.9.9",
+        "MOSAIC_SIGN_IN_ADDRESS_LIMIT": "3",
+        **ONE_WINDOW,
+    }
     with serving(tmp_path, "untrusted_sign_in", settings=settings) as server:
         yield server
 
