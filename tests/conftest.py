@@ -88,6 +88,20 @@ def fresh_cache(settings) -> None:
 
 
 @pytest.fixture(autouse=True)
+def channel_layer_of_its_own() -> Iterator[None]:
+    """Each test gets a channel layer instance of its own. A server process receives on one
+    instance from one event loop all its life; a test runs a new loop per `async_to_sync`, and
+    channels-redis keeps its receive lock per instance, so a receive one test's finished loop
+    left behind would lock every later test's sockets out of their messages."""
+    from channels import DEFAULT_CHANNEL_LAYER
+    from channels.layers import channel_layers
+
+    channel_layers.backends.pop(DEFAULT_CHANNEL_LAYER, None)
+    yield
+    channel_layers.backends.pop(DEFAULT_CHANNEL_LAYER, None)
+
+
+@pytest.fixture(autouse=True)
 def default_listener_addresses(settings) -> None:
     """In-process tests speak to the listeners at their documented addresses, whatever the
     environment running the suite says (servers the tests start choose their own ports)."""
