@@ -22,9 +22,11 @@ classified by `broker.runner.backends.failures`; no exception of the client reac
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import queue
+import ssl
 import threading
 import time
 from collections.abc import Mapping
@@ -36,6 +38,7 @@ from openai import (
     AsyncOpenAI,
     AsyncStream,
     AuthenticationError,
+    DefaultAsyncHttpxClient,
     PermissionDeniedError,
     omit,
 )
@@ -171,6 +174,16 @@ def read_completion(body: bytes, reply: ReplySoFar) -> None:
     reply.add_text(message.get("content"))
 
 
+@functools.cache
+def tls_context() -> ssl.SSLContext:
+    """The certificates a model server's TLS is checked against, loaded once per process (the
+    environment's `SSL_CERT_FILE` or `SSL_CERT_DIR`, else the system's). Loading them takes
+    tens of milliseconds of CPU with the GIL held: done per request, it stalled the runner's
+    other threads — among them the one holding its business's stream lock, which every writer
+    of the business waits for."""
+    return httpx2.create_ssl_context()
+
+
 class ChatCompletionsBackend:
     """Streams replies from an OpenAI-compatible endpoint. Failures raise a classified
     `ReplyFailed`; a cancelled turn raises `TurnCancelled` with its request closed."""
@@ -246,11 +259,22 @@ class ChatCompletionsBackend:
     async def _served_models(self) -> set[str] | None:
         """The model ids the server lists; None when it lists none (some proxies route any)."""
         timeout = httpx2.Timeout(self.idle_timeout, connect=self.connect_timeout)
-        async with AsyncOpenAI(
-            base_url=self.base_url, api_key=self.api_key, timeout=timeout, max_retries=0
-        ) as client:
+        async with self._client(timeout) as client:
             models = {model.id async for model in client.models.list()}
         return models or None
+
+    def _client(self, timeout: httpx2.Timeout) -> AsyncOpenAI:
+        """A client for one request's event loop (an async HTTP client is bound to the loop
+        it first runs on), checking TLS against the process's certificates (`tls_context`).
+        Retries are the run's (after a back-off, by whichever runner comes next): one attempt
+        here."""
+        return AsyncOpenAI(
+            base_url=self.base_url,
+            api_key=self.api_key,
+            timeout=timeout,
+            max_retries=0,
+            http_client=DefaultAsyncHttpxClient(verify=tls_context(), timeout=timeout),
+        )
 
     def reply(
         self, turn: Turn, *, tools: TurnTools, cancel: threading.Event, draft: Draft
@@ -319,14 +343,11 @@ class ChatCompletionsBackend:
     async def _stream(
         self, messages: list[ChatCompletionMessageParam], cancel: threading.Event, draft: Draft
     ) -> Reply:
-        # The read timeout is per read, so it is the idle timeout between chunks. Retries are
-        # the run's (after a back-off, by whichever runner comes next): one attempt here.
+        # The read timeout is per read, so it is the idle timeout between chunks.
         timeout = httpx2.Timeout(
             self.idle_timeout, connect=self.connect_timeout, pool=self.connect_timeout
         )
-        async with AsyncOpenAI(
-            base_url=self.base_url, api_key=self.api_key, timeout=timeout, max_retries=0
-        ) as client:
+        async with self._client(timeout) as client:
             reply = ReplySoFar(started=time.monotonic())
             stream: AsyncStream[ChatCompletionChunk] = await client.chat.completions.create(
                 model=self.model,

@@ -6,6 +6,7 @@ import itertools
 import json
 import os
 import socket
+import ssl
 import subprocess
 import sys
 import threading
@@ -15,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
@@ -304,6 +306,28 @@ def test_chat_completions_streamed_reply_drafts_whole_text_and_records_what_serv
     assert (reply.model, reply.finish_reason) == ("llama-3.2-3b-q4", "stop")
     assert (reply.prompt_tokens, reply.completion_tokens) == (11, 2)
     assert reply.first_token_ms is not None and 0 <= reply.first_token_ms < 5000
+
+
+def test_chat_completions_loads_the_certificates_once_per_process(fake_model, monkeypatch) -> None:
+    """Loading the certificates holds the GIL for tens of milliseconds: once per request, it
+    stalled every other thread of a busy runner (issue 26, P5). Three requests and the check of
+    the served models load them once, into the context every request checks TLS against."""
+    from broker.runner.backends import chat_completions
+
+    loads: list[ssl.SSLContext] = []
+    real = ssl.SSLContext.load_verify_locations
+
+    def counted(context: ssl.SSLContext, *args: Any, **kwargs: Any) -> None:
+        loads.append(context)
+        real(context, *args, **kwargs)
+
+    monkeypatch.setattr(ssl.SSLContext, "load_verify_locations", counted)
+    chat_completions.tls_context.cache_clear()
+    backend = chat_backend(fake_model)
+    for _ in range(3):
+        assert ask(backend).text == fake_model.content
+    backend.check()
+    assert loads == [chat_completions.tls_context()]
 
 
 def test_chat_completions_first_draft_arrives_while_model_still_streams(fake_model) -> None:
