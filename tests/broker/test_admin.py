@@ -281,6 +281,25 @@ def test_admin_pages_wrap_long_bodies_and_keep_dates_on_one_line(
         assert re.search(r'<td class="field-body">\s*<p>x{3000}</p>', content)
 
 
+def test_thread_page_cells_are_what_admin_shows_escaped(
+    admin_client: Client, records: Records
+) -> None:
+    """Issue 26: the thread page places its rows without admin's per-field template, and each
+    cell is still admin's own: the body escaped, the reply state, the empty value."""
+    actions.send_to_thread(
+        Actor.human(business_id=records.business.pk, username="ada"),
+        thread_id=records.human_thread.pk,
+        body="<b>bold</b> & more",
+    )
+    content = admin_client.get(change_url(Thread, records.human_thread.pk)).content.decode()
+    *_, newest = re.findall(r'<tr [^>]*id="messages-\d+">(.*?)</tr>', content, re.DOTALL)
+    cells = dict(re.findall(r'<td class="field-(\w+)"><p>(.*?)</p></td>', newest))
+    assert cells["body"] == "&lt;b&gt;bold&lt;/b&gt; &amp; more"
+    assert cells["reply"] == "pending"
+    assert cells["model"] == "-"
+    assert "<b>bold</b>" not in content
+
+
 # --- filters and search ------------------------------------------------------------------
 
 # (model, query, rows expected) — each built from the records.
