@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import json
 import logging
 import threading
 import time
@@ -42,9 +41,10 @@ from django.http import HttpResponseBase
 from django.urls import set_script_prefix
 
 from broker import refusals
-from chat.errors import STATUS, UNAVAILABLE_RETRY_AFTER, body
+from chat.errors import UNAVAILABLE_RETRY_AFTER
 from mosaic import metrics
 from mosaic.admission import AdmissionPolicy
+from mosaic.listeners import refuse
 
 logger = logging.getLogger("mosaic.chat")
 
@@ -125,32 +125,6 @@ class CallingThread:
         return await sync_to_async(func, thread_sensitive=True)(*args)
 
 
-# The answer to a request refused admission, made once. Under overload the event loop sends one
-# per refused request, and every CPU cycle it spends on them is taken from the sends it serves:
-# built through Django's response (its headers, charset and send path) it was a fifth of a
-# refusal's cost on the loop.
-OVERLOADED_BODY = json.dumps(
-    body(refusals.UNAVAILABLE, "The server is busy; retry shortly.")
-).encode()
-OVERLOADED_HEADERS = (
-    (b"content-type", b"application/json"),
-    (b"content-length", str(len(OVERLOADED_BODY)).encode()),
-    (b"retry-after", UNAVAILABLE_RETRY_AFTER.encode()),
-)
-
-
-async def send_overloaded(send: Any) -> None:
-    """Answer 503 `unavailable` with `Retry-After` (SPEC §6)."""
-    await send(
-        {
-            "type": "http.response.start",
-            "status": STATUS[refusals.UNAVAILABLE],
-            "headers": list(OVERLOADED_HEADERS),
-        }
-    )
-    await send({"type": "http.response.body", "body": OVERLOADED_BODY})
-
-
 class PooledHandler(ASGIHandler):
     """Django's ASGI handler with the sync request path on `workers`, in one hop."""
 
@@ -177,7 +151,15 @@ class PooledHandler(ASGIHandler):
                 response = await self.workers.run(self.respond, scope, body_file)
             except Overloaded:
                 metrics.count_admission_refusal()
-                await send_overloaded(send)
+                # Answered on the loop without Django's response machinery: under overload the
+                # loop answers every refused request, and its CPU is taken from the sends.
+                await refuse(
+                    scope,
+                    send,
+                    refusals.UNAVAILABLE,
+                    "The server is busy; retry shortly.",
+                    headers=((b"retry-after", UNAVAILABLE_RETRY_AFTER.encode()),),
+                )
                 return
             try:
                 await self.send_response(response, send)

@@ -52,8 +52,16 @@ def _normalised(name: bytes) -> bytes:
     return name.strip().lower().replace(b"_", b"-")
 
 
-async def refuse(scope: Scope, send: Send, code: str, detail: str) -> None:
-    """Answer an HTTP request with the error body, or close a WebSocket before accepting it."""
+async def refuse(
+    scope: Scope,
+    send: Send,
+    code: str,
+    detail: str,
+    *,
+    headers: tuple[tuple[bytes, bytes], ...] = (),
+) -> None:
+    """Answer an HTTP request with the error body (and `headers`), or close a WebSocket before
+    accepting it."""
     if scope["type"] == "websocket":
         await send({"type": "websocket.close", "code": close_code(code), "reason": code})
         return
@@ -67,6 +75,7 @@ async def refuse(scope: Scope, send: Send, code: str, detail: str) -> None:
             "headers": [
                 (b"content-type", b"application/json"),
                 (b"content-length", str(len(payload)).encode()),
+                *headers,
             ],
         }
     )

@@ -8,6 +8,7 @@ the same formatting, empty value and escaping), and the page's template only pla
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from django import template
@@ -18,14 +19,19 @@ from django.utils.safestring import SafeString
 register = template.Library()
 
 
+@dataclass(frozen=True)
+class ReadOnlyTable:
+    columns: list[dict[str, Any]]
+    rows: list[tuple[Model, list[tuple[str, SafeString]]]]
+
+
 @register.simple_tag
-def read_only_rows(
-    inline_admin_formset: InlineAdminFormSet,
-) -> list[tuple[Model, list[tuple[str, SafeString]]]]:
-    """Each row of a read-only inline: its object, and its cells (the field's name, what
-    admin shows for it), in the inline's column order."""
+def read_only_table(inline_admin_formset: InlineAdminFormSet) -> ReadOnlyTable:
+    """A read-only inline's columns, and each row's object with its cells (the field's name,
+    what admin shows for it) in column order."""
     inline: Any = inline_admin_formset.opts
-    names = [str(field["name"]) for field in inline_admin_formset.fields()]
+    columns = list(inline_admin_formset.fields())
+    names = [str(column["name"]) for column in columns]
 
     def cells(form: Any) -> list[tuple[str, SafeString]]:
         return [
@@ -33,4 +39,5 @@ def read_only_rows(
             for name in names
         ]
 
-    return [(form.instance, cells(form)) for form in inline_admin_formset.formset.forms]
+    rows = [(form.instance, cells(form)) for form in inline_admin_formset.formset.forms]
+    return ReadOnlyTable(columns=columns, rows=rows)
