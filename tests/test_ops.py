@@ -4,17 +4,27 @@ human and tester listeners never serve `/metrics`; requests and sends move the m
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 
 import pytest
 from asgiref.sync import async_to_sync
+from channels.testing import WebsocketCommunicator
 from prometheus_client import REGISTRY
 
 from mosaic.handler import WorkerPool
 from mosaic.listeners import build_human_application, http_handler
 from mosaic.metrics import counted_sockets
 from mosaic.ops import build_ops_application
-from tests.listeners import HUMAN, TESTER, ListenerClient, RawAnswer, call, http_scope
+from tests.listeners import (
+    HUMAN,
+    TESTER,
+    ListenerClient,
+    RawAnswer,
+    application,
+    call,
+    http_scope,
+)
 
 OPS_HOST = (b"host", b"127.0.0.1:7334")
 
@@ -195,3 +205,53 @@ def test_pool_waits_are_read_at_most_once_a_second(monkeypatch) -> None:
 
     assert len(reads) == 2
     assert REGISTRY.get_sample_value("mosaic_db_pool_waits_total") == before + 4
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("listener", [HUMAN, TESTER])
+def test_each_listener_names_itself_in_its_metrics_and_log_lines(
+    request: pytest.FixtureRequest, caplog: pytest.LogCaptureFixture, listener: str
+) -> None:
+    """A request and a WebSocket are counted and logged under the listener they arrived on: an
+    operator reads which listener is busy from these labels."""
+    client: ListenerClient = request.getfixturevalue(f"{listener}_client")
+    caplog.set_level(logging.INFO, logger="mosaic.requests")
+    served = {"listener": listener, "route": "/api/chat/projects", "status": "200"}
+    requests = sample("mosaic_http_requests_total", served)
+    sockets = sample("mosaic_websockets_open", {"listener": listener})
+    open_when_accepted: list[float] = []
+    app = application(listener)
+
+    async def observed(scope, receive, send) -> None:
+        async def observed_send(message) -> None:
+            if message["type"] == "websocket.accept":
+                open_when_accepted.append(sample("mosaic_websockets_open", {"listener": listener}))
+            await send(message)
+
+        scope = {**scope, "client": ("127.0.0.1", 50000), "server": ("127.0.0.1", client.port)}
+        await app(scope, receive, observed_send)
+
+    async def trail_socket() -> None:
+        headers = [
+            (b"host", f"127.0.0.1:{client.port}".encode()),
+            (b"origin", client.origin.encode()),
+        ]
+        if client.cookies:
+            jar = "; ".join(f"{name}={value}" for name, value in client.cookies.items())
+            headers.append((b"cookie", jar.encode()))
+        communicator = WebsocketCommunicator(observed, "/ws/trail/", headers=headers)
+        assert (await communicator.connect())[0]
+        await communicator.disconnect()
+
+    caplog.clear()
+    assert client.get("/api/chat/projects").status_code == 200
+    async_to_sync(trail_socket)()
+
+    assert sample("mosaic_http_requests_total", served) == requests + 1
+    assert open_when_accepted == [sockets + 1]
+    assert sample("mosaic_websockets_open", {"listener": listener}) == sockets
+    lines = [r.request for r in caplog.records if r.name == "mosaic.requests"]
+    assert [(line["listener"], line["method"]) for line in lines] == [
+        (listener, "GET"),
+        (listener, "WEBSOCKET"),
+    ]
