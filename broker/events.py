@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import threading
 from collections.abc import Callable
 from functools import partial
 
-from asgiref.sync import async_to_sync
 from channels.layers import BaseChannelLayer, InMemoryChannelLayer, get_channel_layer
 from django.db import transaction
 
@@ -87,7 +87,58 @@ def _send(group: str, message: dict[str, object], *, layer: BaseChannelLayer | N
         else:
             loop.call_soon_threadsafe(_drain, loop)
         return
-    async_to_sync(_deliver)(layer, group, message)
+    # No loop serves here (a runner, a command): the push goes out on this process's own loop,
+    # and the committing thread waits for it, so a command that ends next loses none.
+    with _own_lock:
+        sent = asyncio.run_coroutine_threadsafe(_deliver(layer, group, message), _own_loop())
+    sent.result()
+
+
+# The loop that sends the pushes of a process no loop serves, in a thread of its own, kept while
+# the process sends. A new loop per push, as `async_to_sync` makes, has channels-redis connect
+# anew each time: about 3 ms of CPU a push, against 0.2 ms on a kept loop.
+_own: tuple[asyncio.AbstractEventLoop, threading.Thread] | None = None
+_own_lock = threading.Lock()
+
+
+def _own_loop() -> asyncio.AbstractEventLoop:
+    """This process's push loop, started at its first push (call with `_own_lock` held)."""
+    global _own
+    if _own is None:
+        loop = asyncio.new_event_loop()
+        thread = threading.Thread(target=loop.run_forever, name="pushes", daemon=True)
+        thread.start()
+        _own = (loop, thread)
+    return _own[0]
+
+
+def close_own_loop() -> None:
+    """Let the pushes on their way finish, then stop and close this process's push loop and
+    its connections; a later push starts another."""
+    global _own
+    with _own_lock:
+        own, _own = _own, None
+    if own is None:
+        return
+    loop, thread = own
+
+    async def settle() -> None:
+        current = asyncio.current_task()
+        await asyncio.gather(*(task for task in asyncio.all_tasks() if task is not current))
+
+    asyncio.run_coroutine_threadsafe(settle(), loop).result()
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join()
+    loop.close()
+
+
+def _forget_own_loop() -> None:
+    """In a forked child: the push loop's thread did not come along."""
+    global _own, _own_lock
+    _own, _own_lock = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_own_loop)
 
 
 def _drain(loop: asyncio.AbstractEventLoop) -> None:

@@ -96,8 +96,12 @@ def channel_layer_of_its_own() -> Iterator[None]:
     from channels import DEFAULT_CHANNEL_LAYER
     from channels.layers import channel_layers
 
+    from broker import events
+
     channel_layers.backends.pop(DEFAULT_CHANNEL_LAYER, None)
     yield
+    # The pushes' own loop holds connections of this test's layer: closed with it.
+    events.close_own_loop()
     channel_layers.backends.pop(DEFAULT_CHANNEL_LAYER, None)
 
 

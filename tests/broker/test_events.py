@@ -18,6 +18,8 @@ from tests.conftest import postgres_only
 def layer():
     channel_layer = get_channel_layer()
     yield channel_layer
+    # Each loop closes its own connections; flushing closes those of the loop it runs on.
+    events.close_own_loop()
     async_to_sync(channel_layer.flush)()
 
 
@@ -148,6 +150,41 @@ def test_pushes_from_a_thread_reach_the_layer_in_commit_order_with_one_wake_of_t
         loop.close()
     assert sent == [("a", 1), ("b", 2), ("a", 3)]
     assert len(wakes) == 1
+
+
+def test_pushes_where_no_loop_serves_go_out_on_one_loop_in_commit_order() -> None:
+    """A runner or a command has no serving loop: every push it commits is sent on one loop of
+    its own, kept for the next push (a loop per push reconnected to Redis each time), before
+    the committing call returns, in commit order, whichever thread commits."""
+    import asyncio
+    import threading
+
+    sent: list[tuple[str, int]] = []
+    loops: set[asyncio.AbstractEventLoop] = set()
+
+    class Layer:
+        async def group_send(self, group: str, message: dict) -> None:
+            loops.add(asyncio.get_running_loop())
+            await asyncio.sleep(0)
+            sent.append((group, message["id"]))
+
+    layer = Layer()
+    events._send("a", {"id": 1}, layer=layer)
+    assert sent == [("a", 1)]
+    committer = threading.Thread(
+        target=events._send, args=("b", {"id": 2}), kwargs={"layer": layer}
+    )
+    committer.start()
+    committer.join(5)
+    events._send("a", {"id": 3}, layer=layer)
+    assert sent == [("a", 1), ("b", 2), ("a", 3)]
+    assert len(loops) == 1
+
+    events.close_own_loop()
+    (closed,) = loops
+    assert closed.is_closed()
+    events._send("c", {"id": 4}, layer=layer)
+    assert sent[-1] == ("c", 4) and len(loops) == 2
 
 
 @postgres_only
