@@ -83,7 +83,8 @@ def do_move(
     (`actions.appending`) or the open claim on the turn's thread, locked (`access_claim`), so
     no other writer creates the turn's row meanwhile: a turn is moved by the run holding its
     thread's claim, or by a stop that locks the open claims before it moves their turns
-    (`do_stop`).
+    (`do_stop`). A turn read with its progress row (`select_related("progress")`) was read
+    under that lock as well: what the read found is still so.
     """
     assert turn.thread_id is not None, "a turn is a thread message"
     changes: dict[str, object] = {
@@ -95,9 +96,12 @@ def do_move(
     }
     if attempts is not None:
         changes["attempts"] = attempts
-    moved = TurnProgress.objects.filter(message=turn, state__in=OWED).update(**changes)
-    if not moved:
-        if TurnProgress.objects.filter(message=turn).exists():
+    rows = TurnProgress.objects.filter(message=turn)
+    # A turn read with its progress row, under that lock, and found without one (a first
+    # attempt) has nothing to move and nothing to look for: two statements fewer.
+    may_have_row = not Message.progress.is_cached(turn) or turn.progress_or_none is not None
+    if not (may_have_row and rows.filter(state__in=OWED).update(**changes)):
+        if may_have_row and rows.exists():
             return False
         TurnProgress.objects.create(message=turn, thread_id=turn.thread_id, **changes)
     _nudge(turn.thread_id, turn.pk)

@@ -241,3 +241,29 @@ def test_a_trail_read_with_rows_is_one_query(who, human, tester, seeded) -> None
     switch read inside it (`read_trail`)."""
     actor = human if who == "human" else tester
     assert len(statements_of(lambda: selectors.read_trail(actor))) == 1
+
+
+@pytest.mark.django_db(transaction=True)  # the verbs' own transactions, not savepoints in one
+def test_a_runs_turn_statement_counts_are_pinned(tester: Actor, seeded) -> None:
+    """A run's turn, the runner's hot path (P5): its first attempt reads the claim and the turn
+    with its progress (none yet), inserts the progress row and reads it back; the reply takes
+    no savepoint (a duplicate reply ends the whole transaction, refused). Each statement more
+    is a round trip, the reply's under the business's stream lock."""
+    thread = seeded["threads"][owner_of(tester)]
+    turn = actions.send_to_thread(tester, thread_id=thread.pk, body="answer me").message
+    run = Actor.assistant_run(business_id=tester.business_id, instance=turn.to_role, run="run-1")
+    claim = actions.open_claim(run, thread_id=thread.pk)
+
+    started = statements_of(lambda: actions.start_turn(run, claim_id=claim.pk, turn_id=turn.pk))
+    with CaptureQueriesContext(connection) as reply:
+        actions.send_message(
+            run,
+            to=turn.from_role,
+            message_class=MessageClass.RESULT,
+            in_reply_to=turn.pk,
+            claim_id=claim.pk,
+            body="done",
+        )
+
+    assert len(started) == 4, "\n".join(started)
+    assert not [q for q in reply.captured_queries if "SAVEPOINT" in q["sql"].upper()]
