@@ -42,15 +42,21 @@ class Checkpoints(threading.Thread):
         self.stopped = threading.Event()
 
     def run(self) -> None:
-        while not self.stopped.wait(self.interval):
-            try:
-                checkpoint()
-            except Exception:  # a failed checkpoint is retried; the log waits meanwhile
-                logger.exception("WAL checkpoint failed")
-                connection.close()
+        try:
+            while not self.stopped.wait(self.interval):
+                try:
+                    checkpoint()
+                except Exception:  # a failed checkpoint is retried; the log waits meanwhile
+                    logger.exception("WAL checkpoint failed")
+                    connection.close()
+        finally:
+            connection.close()
 
-    def stop(self) -> None:
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop, and wait up to `timeout` seconds for a checkpoint under way to end."""
         self.stopped.set()
+        if self.is_alive():
+            self.join(timeout)
 
 
 def start_checkpoints(interval: float = CHECKPOINT_SECONDS) -> Checkpoints | None:

@@ -61,18 +61,25 @@ class Command(BaseCommand):
 
         signal.signal(signal.SIGINT, on_signal)
         signal.signal(signal.SIGTERM, on_signal)
-        start_checkpoints()
-        started()
+        checkpoints = start_checkpoints()
         try:
-            runner.start()
-        except ImproperlyConfigured as error:
-            raise CommandError(f"runassistant cannot start: {error}") from error
-        self.stdout.write(f"runassistant: {runner}")
-        self.stdout.flush()
-        while not interrupted.wait(0.5):
-            pass
-        self.stdout.write("runassistant: stopping")
-        lease: float = settings.MOSAIC_CLAIM_LEASE_SECONDS
-        if not runner.stop(timeout=lease):
-            self.stderr.write("runassistant: some turns did not finish; their leases will expire")
-        self.stdout.write("runassistant: stopped")
+            started()
+            try:
+                runner.start()
+            except ImproperlyConfigured as error:
+                raise CommandError(f"runassistant cannot start: {error}") from error
+            self.stdout.write(f"runassistant: {runner}")
+            self.stdout.flush()
+            while not interrupted.wait(0.5):
+                pass
+            self.stdout.write("runassistant: stopping")
+            lease: float = settings.MOSAIC_CLAIM_LEASE_SECONDS
+            if not runner.stop(timeout=lease):
+                self.stderr.write(
+                    "runassistant: some turns did not finish; their leases will expire"
+                )
+            self.stdout.write("runassistant: stopped")
+        finally:
+            # The command may be called in a process that goes on (call_command).
+            if checkpoints is not None:
+                checkpoints.stop()

@@ -11,6 +11,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
@@ -142,6 +143,8 @@ def test_runassistant_settles_its_start_up_before_the_runner_starts(
     with pytest.raises(CommandError, match="stops the command here"):
         call_command("runassistant")
     assert calls == ["started", "runner started"]
+    # Nor its checkpoint thread: left running, it would checkpoint on into later tests.
+    assert "mosaic-wal-checkpoints" not in [thread.name for thread in threading.enumerate()]
 
 
 @pytest.mark.django_db(transaction=True)
