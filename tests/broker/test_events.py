@@ -155,7 +155,8 @@ def test_pushes_from_a_thread_reach_the_layer_in_commit_order_with_one_wake_of_t
 def test_pushes_where_no_loop_serves_go_out_on_one_loop_in_commit_order() -> None:
     """A runner or a command has no serving loop: every push it commits is sent on one loop of
     its own, kept for the next push (a loop per push reconnected to Redis each time), before
-    the committing call returns, in commit order, whichever thread commits."""
+    the committing call returns, in commit order, whichever thread commits (SPEC §11: the
+    database is the record, a push the nudge that follows its commit)."""
     import asyncio
     import threading
 

@@ -247,8 +247,8 @@ def test_a_trail_read_with_rows_is_one_query(who, human, tester, seeded) -> None
 def test_a_runs_turn_statement_counts_are_pinned(tester: Actor, seeded) -> None:
     """A run's turn, the runner's hot path (P5): its first attempt reads the claim and the turn
     with its progress (none yet), inserts the progress row and reads it back; the reply takes
-    no savepoint (a duplicate reply ends the whole transaction, refused). Each statement more
-    is a round trip, the reply's under the business's stream lock."""
+    no savepoint (a duplicate reply ends the whole transaction, refused: R12, SPEC §7.1). Each
+    statement more is a round trip, the reply's under the business's stream lock."""
     thread = seeded["threads"][owner_of(tester)]
     turn = actions.send_to_thread(tester, thread_id=thread.pk, body="answer me").message
     run = Actor.assistant_run(business_id=tester.business_id, instance=turn.to_role, run="run-1")
