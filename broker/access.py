@@ -179,8 +179,9 @@ def _thread_read(*, lock: bool, take_streams: bool) -> str:
         f" JOIN {tables['role']} r ON r.id = i.role_id"
         " WHERE t.id = %s AND p.business_id = %s"
     )
-    if lock and connection.features.has_select_for_update_of:
-        sql += " FOR UPDATE OF t"
+    if lock and connection.features.has_select_for_no_key_update:
+        # NO KEY: a row that only references the thread (a turn's progress) still inserts.
+        sql += " FOR NO KEY UPDATE OF t"
     return sql
 
 
@@ -192,7 +193,9 @@ def access_thread(
     A thread of another business is `not-found`, as a missing one: nothing is revealed across
     businesses. Within the business the other side's thread is `thread-not-owned` (SPEC R1).
     The tester is refused `tester-off` while its business has it off, read from the same row,
-    before anything else is told. `lock` holds the thread's row until the transaction ends;
+    before anything else is told. `lock` holds the thread's row until the transaction ends
+    (FOR NO KEY UPDATE, as every row lock of the broker: it excludes every other writer of the
+    row but not the key check of an insert that references it — see `broker.runner.claims`);
     `take_streams` takes the business's stream lock before it in the same statement
     (PostgreSQL; see `broker.actions.appending_to_thread`).
 
@@ -259,7 +262,7 @@ def access_claim(actor: Actor, *, claim_id: int) -> ThreadClaim:
     expired run can write nothing (`claim-ended`).
     """
     claim = (
-        ThreadClaim.objects.select_for_update(of=("self",))
+        ThreadClaim.objects.select_for_update(of=("self",), no_key=True)
         .select_related("thread__project", "thread__instance")
         .filter(
             pk=claim_id,

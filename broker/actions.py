@@ -323,7 +323,7 @@ def do_expire_claim(claim: ThreadClaim, *, business_id: int) -> ThreadClaim:
 def _open_claims(business_id: int) -> QuerySet[ThreadClaim]:
     """The business's open claims, locked in id order (one order everywhere: no deadlock)."""
     return (
-        ThreadClaim.objects.select_for_update(of=("self",))
+        ThreadClaim.objects.select_for_update(of=("self",), no_key=True)
         .select_related("thread__project", "instance")
         .filter(ended_at__isnull=True, thread__project__business_id=business_id)
         .order_by("pk")
@@ -668,7 +668,7 @@ def open_claim(actor: Actor, *, thread_id: int) -> ThreadClaim | None:
     """
     with appending(actor.business_id):
         thread = (
-            Thread.objects.select_for_update(of=("self",))
+            Thread.objects.select_for_update(of=("self",), no_key=True)
             .select_related("project", "instance")
             .filter(
                 pk=thread_id,
@@ -896,7 +896,7 @@ def post_notice(actor: Actor, *, body: object, thread_id: int | None = None) -> 
     with appending(actor.business_id):
         human = Business.objects.values_list("human", flat=True).get(pk=actor.business_id)
         threads = (
-            Thread.objects.select_for_update(of=("self",))
+            Thread.objects.select_for_update(of=("self",), no_key=True)
             .select_related("project", "instance")
             .filter(project__business_id=actor.business_id, owner=human)
         )

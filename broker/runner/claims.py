@@ -18,10 +18,15 @@ def try_claim(actor: Actor, *, thread_id: int) -> ThreadClaim | None:
     re-checks everything under that lock; the one-open-claim constraint is the backstop.
     SQLite has no row locks (Django leaves the clause out); its writers queue at BEGIN. The
     business's stream lock comes before the row lock, as in every writer (`actions.appending`).
+
+    The thread and claim rows are locked FOR NO KEY UPDATE, never FOR UPDATE: a run holding
+    its claim inserts its turn's progress row, whose key check on the thread would wait for a
+    FOR UPDATE lock, while the run claiming that thread here waits for the claim's lock — two
+    runners deadlocked that way, each time for PostgreSQL's deadlock timeout.
     """
     with actions.appending(actor.business_id):
         free = (
-            Thread.objects.select_for_update(skip_locked=True)
+            Thread.objects.select_for_update(skip_locked=True, no_key=True)
             .filter(pk=thread_id)
             .values_list("pk", flat=True)
         )

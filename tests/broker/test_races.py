@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -10,9 +11,11 @@ import pytest
 from django.db import connection, transaction
 
 from broker import actions
+from broker.access import access_claim
 from broker.actors import Actor
-from broker.models import Message, ThreadClaim, TrailRow
+from broker.models import Message, ThreadClaim, TrailRow, TurnProgress
 from broker.refusals import Refusal
+from broker.runner.claims import try_claim
 from tests.broker import factories
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
@@ -151,3 +154,68 @@ def test_stream_rows_commit_in_id_order(business, human: Actor, tester: Actor) -
         writer.join(10)
     assert second_done.is_set()
     assert ids["first"] < ids["second"]
+
+
+def test_a_run_starting_its_turn_and_another_claiming_the_thread_do_not_deadlock(
+    business, tester: Actor, human: Actor
+) -> None:
+    """SPEC §7: two runners on one database. Run A holds its claim's row lock and starts its
+    turn, inserting the turn's progress row (whose key check reads the thread's row), while run
+    B, which listed the thread before A's claim showed, locks the thread to claim it and waits
+    for A's claim. With the thread locked FOR UPDATE the two waited on each other until
+    PostgreSQL's deadlock timeout ended one of them; FOR NO KEY UPDATE lets A finish first."""
+    thread = factories.thread(tester, factories.project(human), "t")
+    turn = actions.send_to_thread(tester, thread_id=thread.pk, body="hi").message
+    run_a = Actor.assistant_run(business_id=business.pk, instance="assistant", run="run-a")
+    run_b = Actor.assistant_run(business_id=business.pk, instance="assistant", run="run-b")
+    claim = factories.claim(run_a, thread)
+    a_holds_its_claim = threading.Event()
+    outcomes: dict[str, Any] = {}
+
+    def run_a_starts_its_turn() -> None:
+        try:
+            with transaction.atomic():
+                access_claim(run_a, claim_id=claim.pk)
+                a_holds_its_claim.set()
+                wait_for_a_lock_wait()  # B has locked the thread and waits for this claim
+                outcomes["a"] = actions.start_turn(run_a, claim_id=claim.pk, turn_id=turn.pk)
+        except Exception as error:
+            outcomes["a"] = error
+        finally:
+            connection.close()
+
+    def run_b_claims_the_thread() -> None:
+        try:
+            a_holds_its_claim.wait(10)
+            outcomes["b"] = try_claim(run_b, thread_id=thread.pk)
+        except Exception as error:
+            outcomes["b"] = error
+        finally:
+            connection.close()
+
+    workers = [
+        threading.Thread(target=run_a_starts_its_turn),
+        threading.Thread(target=run_b_claims_the_thread),
+    ]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(30)
+    assert isinstance(outcomes["a"], TurnProgress), outcomes["a"]
+    assert outcomes["b"] is None  # A's claim is live: B passes the thread over
+    assert ThreadClaim.objects.filter(ended_at__isnull=True).get().run == "run-a"
+
+
+def wait_for_a_lock_wait(seconds: float = 10) -> None:
+    """Until some connection waits for a row or transaction lock."""
+    deadline = time.monotonic() + seconds
+    with connection.cursor() as cursor:
+        while time.monotonic() < deadline:
+            cursor.execute(
+                "SELECT count(*) FROM pg_locks WHERE NOT granted"
+                " AND locktype IN ('tuple', 'transactionid')"
+            )
+            if cursor.fetchone()[0]:
+                return
+            time.sleep(0.01)
+    raise AssertionError("no connection came to wait for a lock")
