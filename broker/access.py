@@ -194,7 +194,7 @@ def access_thread(
     businesses. Within the business the other side's thread is `thread-not-owned` (SPEC R1).
     The tester is refused `tester-off` while its business has it off, read from the same row,
     before anything else is told. `lock` holds the thread's row until the transaction ends
-    (FOR NO KEY UPDATE, as every row lock of the broker: it excludes every other writer of the
+    (FOR NO KEY UPDATE, as every lock of a thread's row: it excludes every other writer of the
     row but not the key check of an insert that references it — see `broker.runner.claims`);
     `take_streams` takes the business's stream lock before it in the same statement
     (PostgreSQL; see `broker.actions.appending_to_thread`).
@@ -262,7 +262,7 @@ def access_claim(actor: Actor, *, claim_id: int) -> ThreadClaim:
     expired run can write nothing (`claim-ended`).
     """
     claim = (
-        ThreadClaim.objects.select_for_update(of=("self",), no_key=True)
+        ThreadClaim.objects.select_for_update(of=("self",))
         .select_related("thread__project", "thread__instance")
         .filter(
             pk=claim_id,

@@ -323,7 +323,7 @@ def do_expire_claim(claim: ThreadClaim, *, business_id: int) -> ThreadClaim:
 def _open_claims(business_id: int) -> QuerySet[ThreadClaim]:
     """The business's open claims, locked in id order (one order everywhere: no deadlock)."""
     return (
-        ThreadClaim.objects.select_for_update(of=("self",), no_key=True)
+        ThreadClaim.objects.select_for_update(of=("self",))
         .select_related("thread__project", "instance")
         .filter(ended_at__isnull=True, thread__project__business_id=business_id)
         .order_by("pk")

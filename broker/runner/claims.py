@@ -19,10 +19,11 @@ def try_claim(actor: Actor, *, thread_id: int) -> ThreadClaim | None:
     SQLite has no row locks (Django leaves the clause out); its writers queue at BEGIN. The
     business's stream lock comes before the row lock, as in every writer (`actions.appending`).
 
-    The thread and claim rows are locked FOR NO KEY UPDATE, never FOR UPDATE: a run holding
-    its claim inserts its turn's progress row, whose key check on the thread would wait for a
-    FOR UPDATE lock, while the run claiming that thread here waits for the claim's lock — two
-    runners deadlocked that way, each time for PostgreSQL's deadlock timeout.
+    A thread's row is locked FOR NO KEY UPDATE, never FOR UPDATE: a run holding its claim
+    inserts its turn's progress row, whose key check on the thread would wait for a FOR UPDATE
+    lock, while the run claiming that thread here waits for the claim's lock — two runners
+    deadlocked that way, each time for PostgreSQL's deadlock timeout. (No row references a
+    claim but its own run's, written under that claim's lock: claims stay FOR UPDATE.)
     """
     with actions.appending(actor.business_id):
         free = (
