@@ -207,13 +207,15 @@ def test_a_run_starting_its_turn_and_another_claiming_the_thread_do_not_deadlock
 
 
 def wait_for_a_lock_wait(seconds: float = 10) -> None:
-    """Until some connection waits for a row or transaction lock."""
+    """Until another connection to this database waits for a lock."""
     deadline = time.monotonic() + seconds
     with connection.cursor() as cursor:
         while time.monotonic() < deadline:
+            # The statistics views are read once per transaction unless cleared.
+            cursor.execute("SELECT pg_stat_clear_snapshot()")
             cursor.execute(
-                "SELECT count(*) FROM pg_locks WHERE NOT granted"
-                " AND locktype IN ('tuple', 'transactionid')"
+                "SELECT count(*) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND wait_event_type = 'Lock'"
             )
             if cursor.fetchone()[0]:
                 return
