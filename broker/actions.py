@@ -320,6 +320,14 @@ def do_expire_claim(claim: ThreadClaim, *, business_id: int) -> ThreadClaim:
     )
 
 
+def locked_threads(*, skip_locked: bool = False) -> QuerySet[Thread]:
+    """Threads whose rows the query locks until the transaction ends: FOR NO KEY UPDATE, as
+    every lock of a thread's row (`broker.access.access_thread`'s SQL says it again), so that
+    a row that only references the thread still inserts — the deadlock between two runners
+    this prevents is in `broker.runner.claims.try_claim`."""
+    return Thread.objects.select_for_update(of=("self",), no_key=True, skip_locked=skip_locked)
+
+
 def _open_claims(business_id: int) -> QuerySet[ThreadClaim]:
     """The business's open claims, locked in id order (one order everywhere: no deadlock)."""
     return (
@@ -668,7 +676,7 @@ def open_claim(actor: Actor, *, thread_id: int) -> ThreadClaim | None:
     """
     with appending(actor.business_id):
         thread = (
-            Thread.objects.select_for_update(of=("self",), no_key=True)
+            locked_threads()
             .select_related("project", "instance")
             .filter(
                 pk=thread_id,
@@ -896,7 +904,7 @@ def post_notice(actor: Actor, *, body: object, thread_id: int | None = None) -> 
     with appending(actor.business_id):
         human = Business.objects.values_list("human", flat=True).get(pk=actor.business_id)
         threads = (
-            Thread.objects.select_for_update(of=("self",), no_key=True)
+            locked_threads()
             .select_related("project", "instance")
             .filter(project__business_id=actor.business_id, owner=human)
         )

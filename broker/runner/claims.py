@@ -6,7 +6,7 @@ from django.utils import timezone
 
 from broker import actions
 from broker.actors import Actor
-from broker.models import Thread, ThreadClaim
+from broker.models import ThreadClaim
 
 
 def try_claim(actor: Actor, *, thread_id: int) -> ThreadClaim | None:
@@ -27,7 +27,7 @@ def try_claim(actor: Actor, *, thread_id: int) -> ThreadClaim | None:
     """
     with actions.appending(actor.business_id):
         free = (
-            Thread.objects.select_for_update(skip_locked=True, no_key=True)
+            actions.locked_threads(skip_locked=True)
             .filter(pk=thread_id)
             .values_list("pk", flat=True)
         )

@@ -11,9 +11,9 @@ import pytest
 from django.db import connection, transaction
 
 from broker import actions
-from broker.access import access_claim
+from broker.access import access_claim, access_thread
 from broker.actors import Actor
-from broker.models import Message, ThreadClaim, TrailRow, TurnProgress
+from broker.models import Message, ThreadClaim, ThreadOpen, TrailRow, TurnProgress
 from broker.refusals import Refusal
 from broker.runner.claims import try_claim
 from tests.broker import factories
@@ -204,6 +204,46 @@ def test_a_run_starting_its_turn_and_another_claiming_the_thread_do_not_deadlock
     assert isinstance(outcomes["a"], TurnProgress), outcomes["a"]
     assert outcomes["b"] is None  # A's claim is live: B passes the thread over
     assert ThreadClaim.objects.filter(ended_at__isnull=True).get().run == "run-a"
+
+
+@pytest.mark.parametrize(
+    "lock_the_thread",
+    [
+        pytest.param(lambda actor, pk: access_thread(actor, thread_id=pk, lock=True), id="access"),
+        pytest.param(lambda actor, pk: actions.locked_threads().get(pk=pk), id="locked_threads"),
+    ],
+)
+def test_a_thread_locked_by_a_writer_still_takes_rows_that_reference_it(
+    lock_the_thread: Callable[[Actor, int], Any], tester: Actor, human: Actor
+) -> None:
+    """SPEC §7: every lock of a thread's row is FOR NO KEY UPDATE (`access_thread`'s SQL and
+    `actions.locked_threads`, which every ORM lock of a thread goes through). A FOR UPDATE lock
+    would hold up the key check of any insert that references the thread — the wait behind
+    the runners' deadlock (test above)."""
+    thread = factories.thread(tester, factories.project(human), "t")
+    locked, release = threading.Event(), threading.Event()
+
+    def hold_the_lock() -> None:
+        try:
+            with transaction.atomic():
+                lock_the_thread(tester, thread.pk)
+                locked.set()
+                release.wait(10)
+        finally:
+            connection.close()
+
+    holder = threading.Thread(target=hold_the_lock)
+    holder.start()
+    try:
+        assert locked.wait(10)
+        with transaction.atomic():
+            with connection.cursor() as cursor:
+                cursor.execute("SET LOCAL lock_timeout = '2s'")
+            opened = ThreadOpen.objects.create(thread=thread, by="tester")
+    finally:
+        release.set()
+        holder.join(10)
+    assert ThreadOpen.objects.filter(pk=opened.pk).exists()
 
 
 def wait_for_a_lock_wait(seconds: float = 10) -> None:
