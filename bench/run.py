@@ -913,6 +913,43 @@ def count_results(database: str) -> int:
         return int(row[0]) if row else 0
 
 
+class StreamLockWaits:
+    """How many of a PostgreSQL database's connections wait for an advisory lock — the
+    business's stream lock (`broker.actions.do_lock_streams`), the only one the product takes
+    — on average over a window, sampled every 20 ms. None on SQLite."""
+
+    def __init__(self, database: str) -> None:
+        self.database = database
+        self.stop = threading.Event()
+        self.samples: list[int] = []
+
+    def __enter__(self) -> StreamLockWaits:
+        self.thread = threading.Thread(target=self.sample, daemon=True)
+        if self.database.startswith("postgres"):
+            self.thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.stop.set()
+        if self.thread.is_alive():
+            self.thread.join(10)
+
+    def sample(self) -> None:
+        import psycopg
+
+        with psycopg.connect(self.database, autocommit=True) as connection:
+            while not self.stop.wait(0.02):
+                row = connection.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                    " AND wait_event_type = 'Lock' AND wait_event = 'advisory'"
+                ).fetchone()
+                self.samples.append(int(row[0]) if row else 0)
+
+    @property
+    def mean(self) -> float | None:
+        return statistics.fmean(self.samples) if self.samples else None
+
+
 def replies_per_second(
     run: Run,
     database: str,
@@ -921,8 +958,10 @@ def replies_per_second(
     model: str,
     arguments: list[list[str]],
     turns_each: int,
+    waits: list[float],
 ) -> float:
-    """Queue turns in every thread, start the runners, count replies over the window."""
+    """Queue turns in every thread, start the runners, count replies over the window; the
+    window's mean stream-lock waiters are added to `waits` (PostgreSQL)."""
     proc.load(
         {
             "scenario": "sends",
@@ -946,9 +985,12 @@ def replies_per_second(
         for runner in runners:
             runner.wait_for_line("runassistant: run-")
         time.sleep(P5_SETTLE)  # past the first claims, into the steady state
-        before, began = count_results(database), time.monotonic()
-        time.sleep(run.plan.p5_window)
-        after, ended = count_results(database), time.monotonic()
+        with StreamLockWaits(database) as watch:
+            before, began = count_results(database), time.monotonic()
+            time.sleep(run.plan.p5_window)
+            after, ended = count_results(database), time.monotonic()
+    if watch.mean is not None:
+        waits.append(watch.mean)
     return (after - before) / (ended - began)
 
 
@@ -982,16 +1024,26 @@ def p5_concurrency(run: Run, database: str, engine: str, configs: dict[str, list
     model = proc.fake_model(run.workdir, P5_MODEL_SECONDS)
     server = proc.product_server(run.workdir, database, label=f"product-p5-{engine}")
     figures: dict[str, list[float]] = {name: [] for name in configs}
+    waits: dict[str, list[float]] = {name: [] for name in configs}
     with run.running(model, server):
         threads = run.threads(server, 50)
         for repeat in range(run.plan.slow_repeats):
             for name, arguments in run.order(repeat, list(configs.items())):
                 turns_each = p5_turns_each(run.plan, len(threads), len(arguments))
                 rate = replies_per_second(
-                    run, database, server, threads, model.url, arguments, turns_each=turns_each
-                )  # type: ignore[attr-defined]
+                    run,
+                    database,
+                    server,
+                    threads,
+                    model.url,  # type: ignore[attr-defined]
+                    arguments,
+                    turns_each=turns_each,
+                    waits=waits[name],
+                )
                 figures[name].append(rate)
                 run.log(f"P5 {engine} {name}: {rate:.1f} replies/s")
+    if any(waits.values()):
+        run.raw[f"P5 stream lock waiters ({engine})"] = waits
     return figures
 
 
@@ -1048,10 +1100,19 @@ def p5_concurrency_section(
             f"the machine's CPUs bounds a runner, two runners answer {unloaded:.2f}× what one "
             "does: "
             + (
-                "what the pair at default concurrency shares is the CPUs."
+                "at that pace nothing they share holds them back."
                 if unloaded >= 1.8
-                else "even with CPU to spare, something the runners share holds them back."
+                else "even at that pace, something the runners share holds them back."
             )
+        )
+    waiting = run.raw.get("P5 stream lock waiters (postgres)", {})
+    if waiting.get("one runner") and waiting.get("two runners"):
+        section["note"] += (
+            " Connections waiting for the business's stream lock, on average over the window: "
+            + ", ".join(
+                f"{name} {statistics.median(means):.2f}" for name, means in waiting.items() if means
+            )
+            + "."
         )
     run.raw["P5 concurrency"] = {"sqlite": sqlite, "postgres": pg}
 

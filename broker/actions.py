@@ -552,6 +552,16 @@ def send_message(
         raise Refusal(refusals.INVALID, f"{actor.kind.value} may not send {message_class}.")
     if message_class == MessageClass.RESULT and in_reply_to is None:
         raise Refusal(refusals.INVALID, "A RESULT must name the message it answers.")
+    # Messages are append-only: the one answered is read before the stream lock, one statement
+    # fewer under it for every reply (P5: two runners wait on each other's holds of it). A
+    # missing one is refused in its turn, after the claim's check.
+    answered: Message | None = None
+    missing: Refusal | None = None
+    if in_reply_to:
+        try:
+            answered = access_message(actor, message_id=in_reply_to)
+        except Refusal as refusal:
+            missing = refusal
     with appending(actor.business_id):
         claim = None
         thread = None
@@ -560,7 +570,8 @@ def send_message(
                 raise Refusal(refusals.INVALID, "A run's message must name its claim.")
             claim = access_claim(actor, claim_id=claim_id)
             thread = claim.thread
-        answered = access_message(actor, message_id=in_reply_to) if in_reply_to else None
+        if missing is not None:
+            raise missing
         if answered is not None and answered.thread_id != (thread.pk if thread else None):
             raise Refusal(refusals.INVALID, "A reply stays in the thread of what it answers.")
         code = policy.reply_refusal(

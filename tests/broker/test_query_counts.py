@@ -248,7 +248,8 @@ def test_a_runs_turn_statement_counts_are_pinned(tester: Actor, seeded) -> None:
     """A run's turn, the runner's hot path (P5): its first attempt reads the claim and the turn
     with its progress (none yet), inserts the progress row and reads it back; the reply takes
     no savepoint (a duplicate reply ends the whole transaction, refused: R12, SPEC §7.1). Each
-    statement more is a round trip, the reply's under the business's stream lock."""
+    statement more is a round trip, the reply's under the business's stream lock, so the
+    message it answers (append-only) is read before its transaction begins."""
     thread = seeded["threads"][owner_of(tester)]
     turn = actions.send_to_thread(tester, thread_id=thread.pk, body="answer me").message
     run = Actor.assistant_run(business_id=tester.business_id, instance=turn.to_role, run="run-1")
@@ -267,3 +268,9 @@ def test_a_runs_turn_statement_counts_are_pinned(tester: Actor, seeded) -> None:
 
     assert len(started) == 4, "\n".join(started)
     assert not [q for q in reply.captured_queries if "SAVEPOINT" in q["sql"].upper()]
+    # The answered message is append-only: it is read before the reply's transaction begins,
+    # one statement fewer under the stream lock.
+    sent = [q["sql"] for q in reply.captured_queries]
+    begins = next(i for i, sql in enumerate(sent) if sql.lstrip().upper().startswith("BEGIN"))
+    assert [sql for sql in sent[:begins] if 'FROM "broker_message"' in sql], sent
+    assert not [sql for sql in sent[begins:] if 'FROM "broker_message"' in sql], sent
