@@ -261,12 +261,15 @@ async def sends(config: dict[str, Any], target: Target) -> dict[str, Any]:
 
 async def closed(config: dict[str, Any], target: Target) -> dict[str, Any]:
     """P1: `concurrency` senders, each sending again as soon as its answer came, for `window`
-    seconds; sends/s is what was answered 2xx within the window (the rest is cancelled)."""
+    seconds; sends/s is what was answered 2xx within the window (the rest is cancelled). With
+    `consoles`, that many trail Consoles are open throughout (P7's capacity, as P7 runs)."""
     concurrency = config.get("concurrency", 8)
     pool = target.pool(concurrency)
     run = config["run"]
     window = config["window"]
     await pool.warm()
+    count = config.get("consoles", 0)
+    consoles = await open_consoles(target, pool, count, run) if count else []
     results: list[tuple[int, float, float, int]] = []
     counter = iter(range(10**9))
 
@@ -289,6 +292,8 @@ async def closed(config: dict[str, Any], target: Target) -> dict[str, Any]:
     for task in senders:
         task.cancel()
     await asyncio.gather(*senders, return_exceptions=True)
+    for console in consoles:
+        await console.close()
     pool.close()
     figures = send_figures(start, results, window)
     figures["concurrency"] = concurrency

@@ -82,15 +82,11 @@ WHAT_WOULD_CLOSE = {
     ),
     "P7": (
         "The overload itself holds: every send answered within 5 s, no connection exhaustion, "
-        "nothing lost, and the queue drains within a second of the drop. At 2× the server "
-        "serves about three quarters of P1's rate: its two workers' sends take longer while "
-        "the event loop, on the same core, parses every arrival and answers the refused half. "
-        "A refusal is decided at arrival and costs no worker; its share of the loop is now "
-        "about 0.05 ms in the application (a ready-made 503, pool statistics read once a "
-        "second) beside about half a millisecond of HTTP parsing and answering in daphne and "
-        "Twisted (measured with /healthz). A "
-        "shorter GIL switch interval was tried and changed nothing. What would close it is "
-        "less CPU per send on that core, or refusing before daphne builds a request. After the "
+        "nothing lost, and the queue drains within a second of the drop. Goodput is judged "
+        "against the server's capacity with P7's Console open, which costs each send its row's "
+        "read and push: a refusal, decided at arrival, costs no worker, and measured it costs "
+        "the loop little enough that the server serves nearly its whole capacity at 2× P1's "
+        "rate. Refusing before daphne builds a request was tried and served no more. After the "
         "drop, what remains are P2's stalls at half capacity: a send waiting for the stream "
         "lock behind a slow commit."
     ),
