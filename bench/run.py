@@ -35,7 +35,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Self, cast
 
 from bench import overload, report, staff_reads
 from bench import processes as proc
@@ -576,38 +576,64 @@ def pair_scenarios(
 # --- P7 -------------------------------------------------------------------------------------
 
 
-class ConnectionWatch:
-    """PostgreSQL's connections, sampled every 0.25 s while P7 runs."""
+class PostgresSampler:
+    """Queries a PostgreSQL server from a thread of its own while its `with` block runs: `begin`
+    once, then `look` every `every` seconds. On SQLite (a URL that is not PostgreSQL's) it
+    samples nothing."""
 
-    def __init__(self, database: str) -> None:
-        self.database = database
+    every = 0.25
+
+    def __init__(self, url: str) -> None:
+        self.url = url
         self.stop = threading.Event()
-        self.peak_database = self.peak_total = 0
-        self.max_connections = 0
-
-    def __enter__(self) -> ConnectionWatch:
         self.thread = threading.Thread(target=self.sample, daemon=True)
-        self.thread.start()
+
+    def __enter__(self) -> Self:
+        if self.url.startswith("postgres"):
+            self.thread.start()
         return self
 
     def __exit__(self, *_: object) -> None:
         self.stop.set()
-        self.thread.join(10)
+        if self.thread.is_alive():
+            self.thread.join(10)
 
     def sample(self) -> None:
         import psycopg
 
-        with psycopg.connect(proc.PG_ADMIN, autocommit=True) as connection:
-            row = connection.execute("SHOW max_connections").fetchone()
-            self.max_connections = int(row[0]) if row else 0
-            while not self.stop.wait(0.25):
-                row = connection.execute(
-                    "SELECT count(*) FILTER (WHERE datname = %s), count(*) FROM pg_stat_activity",
-                    [self.database],
-                ).fetchone()
-                if row:
-                    self.peak_database = max(self.peak_database, int(row[0]))
-                    self.peak_total = max(self.peak_total, int(row[1]))
+        with psycopg.connect(self.url, autocommit=True) as connection:
+            self.begin(connection)
+            while not self.stop.wait(self.every):
+                self.look(connection)
+
+    def begin(self, connection: Any) -> None:
+        """Once, before the first look."""
+
+    def look(self, connection: Any) -> None:
+        raise NotImplementedError
+
+
+class ConnectionWatch(PostgresSampler):
+    """PostgreSQL's connections while P7 runs: the peak to `database` and in all."""
+
+    def __init__(self, database: str) -> None:
+        super().__init__(proc.PG_ADMIN)
+        self.database = database
+        self.peak_database = self.peak_total = 0
+        self.max_connections = 0
+
+    def begin(self, connection: Any) -> None:
+        row = connection.execute("SHOW max_connections").fetchone()
+        self.max_connections = int(row[0]) if row else 0
+
+    def look(self, connection: Any) -> None:
+        row = connection.execute(
+            "SELECT count(*) FILTER (WHERE datname = %s), count(*) FROM pg_stat_activity",
+            [self.database],
+        ).fetchone()
+        if row:
+            self.peak_database = max(self.peak_database, int(row[0]))
+            self.peak_total = max(self.peak_total, int(row[1]))
 
 
 def p7_config(plan: Plan, capacity: float, seconds: float | None = None) -> dict[str, Any]:
@@ -941,37 +967,23 @@ def count_results(database: str) -> int:
         return int(row[0]) if row else 0
 
 
-class StreamLockWaits:
+class StreamLockWaits(PostgresSampler):
     """How many of a PostgreSQL database's connections wait for an advisory lock — the
     business's stream lock (`broker.actions.do_lock_streams`), the only one the product takes
     — on average over a window, sampled every 20 ms. None on SQLite."""
 
+    every = 0.02
+
     def __init__(self, database: str) -> None:
-        self.database = database
-        self.stop = threading.Event()
+        super().__init__(database)
         self.samples: list[int] = []
 
-    def __enter__(self) -> StreamLockWaits:
-        self.thread = threading.Thread(target=self.sample, daemon=True)
-        if self.database.startswith("postgres"):
-            self.thread.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.stop.set()
-        if self.thread.is_alive():
-            self.thread.join(10)
-
-    def sample(self) -> None:
-        import psycopg
-
-        with psycopg.connect(self.database, autocommit=True) as connection:
-            while not self.stop.wait(0.02):
-                row = connection.execute(
-                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
-                    " AND wait_event_type = 'Lock' AND wait_event = 'advisory'"
-                ).fetchone()
-                self.samples.append(int(row[0]) if row else 0)
+    def look(self, connection: Any) -> None:
+        row = connection.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+            " AND wait_event_type = 'Lock' AND wait_event = 'advisory'"
+        ).fetchone()
+        self.samples.append(int(row[0]) if row else 0)
 
     @property
     def mean(self) -> float | None:
