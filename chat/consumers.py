@@ -401,7 +401,7 @@ class ThreadConsumer(StreamConsumer):
     replies to its turns are going (SPEC §7.1).
 
     After each read of messages the socket reads the replies still owed (and those it showed
-    as owed before) and sends what changed since it last told: `reply.state` for a new state,
+    as owed before, or just sent the turn of) and sends what changed since it last told: `reply.state` for a new state,
     `reply.draft` with the whole text so far while a run writes. Drafts are never records, so
     they go to this socket only, never to the trail; a socket that joins mid-reply gets the
     current draft with its first read. An `answered` state waits until the RESULT itself has
@@ -416,6 +416,8 @@ class ThreadConsumer(StreamConsumer):
         super().__init__(**kwargs)
         # What the socket last told of each turn still owed: its state, then its draft.
         self.told: dict[int, tuple[tuple[str, str | None, str], str]] = {}
+        # The rows sent since the replies were last read: the turns among them are told too.
+        self.shown: set[int] = set()
 
     @property
     def thread_id(self) -> int:
@@ -436,9 +438,19 @@ class ThreadConsumer(StreamConsumer):
         )
         return [(message.pk, shapes.MessageOut(message).data) for message in messages]
 
+    async def send_frames(self, frames: Frames) -> None:
+        await super().send_frames(frames)
+        self.shown.update(row_id for row_id, _ in frames)
+
     async def after_rows(self) -> None:
+        """Tell the replies still owed, those told before, and those of the turns just sent.
+        A turn first read after its reply moved on (a model that refuses at once) is told as
+        well, though its message frame carries the state: the page may hold the turn already,
+        `pending`, from the answer to its own send, and keeps the copy it has."""
+        known = [*self.told, *self.shown]
+        self.shown.clear()
         replies = await database_sync_to_async(selectors.thread_replies)(
-            self.actor, thread_id=self.thread_id, known=list(self.told)
+            self.actor, thread_id=self.thread_id, known=known
         )
         for reply in replies:
             await self.tell(reply)

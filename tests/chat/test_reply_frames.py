@@ -156,6 +156,46 @@ def test_retrying_and_failed_states_carry_their_sentences(world) -> None:
     assert (failed["failure"], failed["retry_at"]) == ("Unknown model.", None)
 
 
+def test_a_turn_that_failed_before_the_socket_read_it_is_told_failed(world) -> None:
+    """SPEC §7.1: a model that refuses at once can fail the turn before the socket's first read
+    of it. The page already holds the turn, `pending`, from the answer to its send, and keeps
+    that copy over the message frame's: the socket tells the state too, or the page shows the
+    turn pending until it is reloaded."""
+    tester, run, thread = world["tester"], world["run"], world["thread"]
+    before = actions.send_to_thread(tester, thread_id=thread.pk, body="earlier").message
+    turn = actions.send_to_thread(tester, thread_id=thread.pk, body="hello").message
+    claim = factories.claim(run, thread)
+    for earlier in (before, turn):
+        actions.start_turn(run, claim_id=claim.pk, turn_id=earlier.pk)
+        actions.fail_turn(
+            run,
+            claim_id=claim.pk,
+            turn_id=earlier.pk,
+            failure="Unknown model.",
+            transient=False,
+        )
+
+    async def scenario() -> list[dict[str, Any]]:
+        # The page read the thread up to `before`, then sent `turn`.
+        chat = socket(TESTER, f"/ws/chat/threads/{thread.pk}/?after={before.pk}")
+        assert (await chat.connect())[0]
+        got = await frames(chat, 2)
+        assert await quiet(chat)
+        await chat.disconnect()
+        return got
+
+    message, told = async_to_sync(scenario)()
+    assert (message["type"], message["message"]["id"]) == ("message", turn.pk)
+    assert message["message"]["reply_state"] == "failed"
+    assert told == {
+        "type": "reply.state",
+        "in_reply_to": turn.pk,
+        "state": "failed",
+        "retry_at": None,
+        "failure": "Unknown model.",
+    }
+
+
 def test_drafts_of_a_tester_thread_never_reach_the_humans_sockets(
     world, business: Business
 ) -> None:
