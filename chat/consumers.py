@@ -401,11 +401,12 @@ class ThreadConsumer(StreamConsumer):
     replies to its turns are going (SPEC §7.1).
 
     After each read of messages the socket reads the replies still owed (and those it showed
-    as owed before, or just sent the turn of) and sends what changed since it last told: `reply.state` for a new state,
-    `reply.draft` with the whole text so far while a run writes. Drafts are never records, so
-    they go to this socket only, never to the trail; a socket that joins mid-reply gets the
-    current draft with its first read. An `answered` state waits until the RESULT itself has
-    been sent, so a client never sees a turn answered before its reply.
+    as owed before, or just sent the turn of) and sends what changed since it last told:
+    `reply.state` for a new state, `reply.draft` with the whole text so far while a run
+    writes. Drafts are never records, so they go to this socket only, never to the trail; a
+    socket that joins mid-reply gets the current draft with its first read. An `answered`
+    state waits until the RESULT itself has been sent, so a client never sees a turn
+    answered before its reply.
     """
 
     frame_type = "message"

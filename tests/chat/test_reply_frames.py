@@ -39,6 +39,16 @@ async def quiet(communicator: WebsocketCommunicator, seconds: float = 0.3) -> bo
     return await communicator.receive_nothing(timeout=seconds)
 
 
+async def only_frames(path: str, count: int) -> list[dict[str, Any]]:
+    """The tester's socket at `path`: its first `count` frames, and then no more."""
+    chat = socket(TESTER, path)
+    assert (await chat.connect())[0]
+    got = await frames(chat, count)
+    assert await quiet(chat)
+    await chat.disconnect()
+    return got
+
+
 def test_owner_socket_sees_working_drafts_then_reply_then_answered(world) -> None:
     """Drafts come before the RESULT, each the whole text so far; the trail gets none."""
     tester, run, thread = world["tester"], world["run"], world["thread"]
@@ -100,16 +110,8 @@ def test_socket_joining_mid_reply_gets_the_current_draft(world) -> None:
     actions.start_turn(run, claim_id=claim.pk, turn_id=turn.pk)
     actions.draft_turn(run, claim_id=claim.pk, turn_id=turn.pk, text="Half a rep")
 
-    async def scenario() -> list[dict[str, Any]]:
-        # Reconnecting after the turn it already has: no message frame, only the reply's.
-        chat = socket(TESTER, f"/ws/chat/threads/{thread.pk}/?after={turn.pk}")
-        assert (await chat.connect())[0]
-        got = await frames(chat, 2)
-        assert await quiet(chat)
-        await chat.disconnect()
-        return got
-
-    got = async_to_sync(scenario)()
+    # Reconnecting after the turn it already has: no message frame, only the reply's.
+    got = async_to_sync(only_frames)(f"/ws/chat/threads/{thread.pk}/?after={turn.pk}", 2)
     assert got == [
         {
             "type": "reply.state",
@@ -175,16 +177,9 @@ def test_a_turn_that_failed_before_the_socket_read_it_is_told_failed(world) -> N
             transient=False,
         )
 
-    async def scenario() -> list[dict[str, Any]]:
-        # The page read the thread up to `before`, then sent `turn`.
-        chat = socket(TESTER, f"/ws/chat/threads/{thread.pk}/?after={before.pk}")
-        assert (await chat.connect())[0]
-        got = await frames(chat, 2)
-        assert await quiet(chat)
-        await chat.disconnect()
-        return got
-
-    message, told = async_to_sync(scenario)()
+    # The page read the thread up to `before`, then sent `turn`.
+    path = f"/ws/chat/threads/{thread.pk}/?after={before.pk}"
+    message, told = async_to_sync(only_frames)(path, 2)
     assert (message["type"], message["message"]["id"]) == ("message", turn.pk)
     assert message["message"]["reply_state"] == "failed"
     assert told == {
