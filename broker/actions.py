@@ -33,6 +33,7 @@ from broker.access import (
 from broker.actors import Actor, ActorKind
 from broker.models import (
     HUMAN,
+    TESTER,
     Business,
     ClaimEnd,
     Decision,
@@ -53,6 +54,11 @@ from broker.models import (
 )
 from broker.refusals import Refusal
 from broker.replies import ReplyRecord
+
+# R15, in words a model can pass on: a tester's turn wrote no `human.input` to cite.
+TESTER_TASK_REFUSED = (
+    "Not created: this is a test conversation, and a test conversation creates no task (R15)."
+)
 
 HUMAN_KIND = ActorKind.HUMAN
 TESTER_KIND = ActorKind.TESTER
@@ -834,18 +840,25 @@ def fail_turn(
 
 
 @verb("task.create", RUN_KIND)
-def create_task(actor: Actor, *, claim_id: int, request_id: int, title: object) -> Task:
-    """R15: a task from a human's request in the claim's thread; a tester turn has none.
+def create_task(actor: Actor, *, claim_id: int, request_id: int | None, title: object) -> Task:
+    """R15: a task from a human's request in the claim's thread; a tester turn has none
+    (`request_id` None), and is told so in words a model can pass on.
 
     The database refuses a request that is not a `human.input` event as well.
     """
     clean = fields.clean_name(title, what="task title")
     with transaction.atomic():
         claim = access_claim(actor, claim_id=claim_id)
-        request = Event.objects.filter(
-            pk=request_id, business_id=actor.business_id, kind=EventKind.HUMAN_INPUT
-        ).first()
+        request = (
+            Event.objects.filter(
+                pk=request_id, business_id=actor.business_id, kind=EventKind.HUMAN_INPUT
+            ).first()
+            if request_id is not None
+            else None
+        )
         if request is None or request.body.get("thread") != claim.thread_id:
+            if claim.thread.owner == TESTER:
+                raise Refusal(refusals.INVALID, TESTER_TASK_REFUSED)
             raise Refusal(refusals.INVALID, "A task needs a human's request in this thread.")
         task = Task.objects.create(
             business_id=actor.business_id, request=request, title=clean, created_by_run=actor.run

@@ -27,7 +27,7 @@ from django.utils.safestring import SafeString
 from django.utils.text import Truncator
 
 from broker import actions as broker_actions
-from broker import admin_bounds, fields, suite_runs, thread_rows
+from broker import admin_bounds, fields, steps, suite_runs, thread_rows
 from broker.actors import Actor
 from broker.models import (
     TESTER,
@@ -40,6 +40,7 @@ from broker.models import (
     Project,
     PurgePermit,
     RoleDefinition,
+    Step,
     SuiteCase,
     SuiteRun,
     Task,
@@ -404,6 +405,15 @@ class ThreadOpenInline(ReadOnlyThreadInline):
     readonly_fields = fields
 
 
+class StepInline(ReadOnlyThreadInline):
+    """The thread's tool calls (SPEC §7.2), each with its turn, outcome and result."""
+
+    model = Step
+    fields = ("id", "turn", "run", "tool", "arguments", "outcome", "code", "result", "ended_at")
+    readonly_fields = fields
+    fk_name = "thread"
+
+
 class ThreadClaimInline(ReadOnlyThreadInline):
     model = ThreadClaim
     fields = (
@@ -441,8 +451,8 @@ class ThreadAdmin(ReadOnlyAdmin):
     )
     list_select_related = ("project__business", "instance")
     search_fields = ("name",)
-    readonly_fields = ("all_messages", "trail_rows", "tasks")
-    inlines = (MessageInline, ThreadOpenInline, ThreadClaimInline)
+    readonly_fields = ("all_messages", "trail_rows", "tasks", "all_steps")
+    inlines = (MessageInline, StepInline, ThreadOpenInline, ThreadClaimInline)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Thread]:
         open_claim = ThreadClaim.objects.filter(thread=OuterRef("pk"), ended_at__isnull=True)
@@ -468,6 +478,10 @@ class ThreadAdmin(ReadOnlyAdmin):
     @admin.display(description="trail")
     def trail_rows(self, obj: Thread) -> SafeString:
         return changelist_link("trailrow", "thread__id__exact", obj.pk, "its trail rows")
+
+    @admin.display(description="tool calls")
+    def all_steps(self, obj: Thread) -> SafeString:
+        return changelist_link("step", "thread__id__exact", obj.pk, "all its tool calls")
 
     @admin.display(description="tasks")
     def tasks(self, obj: Thread) -> SafeString:
@@ -671,6 +685,37 @@ class DecisionAdmin(ReadOnlyAdmin):
     @admin.display(description="body")
     def body_preview(self, obj: Decision) -> str:
         return preview(obj.body)
+
+
+@admin.register(Step)
+class StepAdmin(ReadOnlyAdmin):
+    """A run's tool calls (SPEC §7.2): append-only records, read-only here."""
+
+    list_display = (
+        "id",
+        "ended_at",
+        "business",
+        "thread",
+        "turn_id",
+        "run",
+        "tool",
+        "outcome",
+        "code",
+        "call",
+    )
+    list_filter = (
+        ThreadRowsFilter,
+        "outcome",
+        "tool",
+        ThreadOwnerKindFilter,
+        ("business", admin.RelatedFieldListFilter),
+    )
+    list_select_related = ("business", "thread")
+    show_full_result_count = False
+
+    @admin.display(description="call")
+    def call(self, obj: Step) -> str:
+        return preview(steps.summary(obj))
 
 
 @admin.register(IdempotentWrite)

@@ -20,6 +20,7 @@ from broker import policy, refusals
 from broker.models import HUMAN, RESERVED_ADDRESSES, TESTER, Business, Instance, RoleDefinition
 from broker.policy import RoleLists
 from broker.refusals import Refusal
+from broker.tools import MAX_STEPS_LIMIT, TOOL_NAMES
 
 BUSINESSES_DIR = Path(__file__).resolve().parent / "businesses"
 DEMO_FILE = BUSINESSES_DIR / "demo.toml"
@@ -47,8 +48,11 @@ _REPLY_NUMBERS: dict[str, tuple[type, float, float]] = {
     "max_tokens": (int, 1, 1_000_000),
     "temperature": (float, 0.0, 2.0),
     "context_tokens": (int, 256, 10_000_000),
+    "max_steps": (int, 1, MAX_STEPS_LIMIT),
 }
-_REPLY_KEYS = frozenset({"backend", *_REPLY_TEXT_MAX, *_REPLY_NUMBERS})
+# A value of `[instances.NAME.reply]`: text, a number, or (`tools`) a list of names.
+ReplyValue = str | int | float | list[str]
+_REPLY_KEYS = frozenset({"backend", "tools", *_REPLY_TEXT_MAX, *_REPLY_NUMBERS})
 
 
 @dataclass(frozen=True)
@@ -69,7 +73,7 @@ class InstanceSpec:
     name: str
     role: str
     # `[instances.NAME.reply]` as given, checked: only the keys the file sets.
-    reply: Mapping[str, str | int | float] = field(default_factory=dict)
+    reply: Mapping[str, ReplyValue] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -317,14 +321,17 @@ class _Reader:
         if missing:
             raise self.refuse(f"{prefix}{missing[0]}", "missing")
 
-    def reply(self, instance: Mapping[str, object], *, where: str) -> dict[str, str | int | float]:
+    def reply(self, instance: Mapping[str, object], *, where: str) -> dict[str, ReplyValue]:
         """`[instances.NAME.reply]`: each key optional, each checked; never a key itself."""
         where = f"{where}.reply"
         table = self.table(instance, "reply", where=where.rsplit(".", 1)[0])
         self.keys(table, frozenset(), where=where, optional=_REPLY_KEYS)
-        reply: dict[str, str | int | float] = {}
+        reply: dict[str, ReplyValue] = {}
         for key, value in table.items():
             dotted = f"{where}.{key}"
+            if key == "tools":
+                reply[key] = self.tool_names(value, where=dotted)
+                continue
             if key in _REPLY_NUMBERS:
                 kind, low, high = _REPLY_NUMBERS[key]
                 number_ok = isinstance(value, (int, float)) and not isinstance(value, bool)
@@ -351,6 +358,17 @@ class _Reader:
                 raise self.refuse(dotted, f"must be at most {limit} characters")
             reply[key] = value
         return reply
+
+    def tool_names(self, value: object, *, where: str) -> list[str]:
+        """`tools`: the tools the instance is offered, each at most once (SPEC §7.2)."""
+        if not isinstance(value, list) or not all(isinstance(name, str) for name in value):
+            raise self.refuse(where, "must be a list of tool names")
+        for name in value:
+            if name not in TOOL_NAMES:
+                raise self.refuse(where, f"{name!r} is not a tool (one of {', '.join(TOOL_NAMES)})")
+        if len(set(value)) != len(value):
+            raise self.refuse(where, "names a tool twice")
+        return list(value)
 
     def table(self, parent: Mapping[str, object], key: str, *, where: str) -> dict[str, object]:
         value = parent[key]

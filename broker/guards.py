@@ -35,6 +35,8 @@ is missing, and every `migrate` reinstalls them at its end (`broker.apps`).
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.base.schema import BaseDatabaseSchemaEditor
 
@@ -46,6 +48,7 @@ APPEND_ONLY_TABLES = (
     "broker_threadopen",
     "broker_trailrow",
     "broker_decision",
+    "broker_step",
 )
 
 # The append-only tables whose rows belong to a thread (`thread_id`): the tester-data purge may
@@ -55,6 +58,7 @@ PURGEABLE_TABLES = (
     "broker_threadopen",
     "broker_trailrow",
     "broker_decision",
+    "broker_step",
 )
 
 PURGE_PERMIT_TABLE = PurgePermit._meta.db_table
@@ -223,19 +227,23 @@ SQLITE_TRIGGERS = tuple(name for name, _ in _SQLITE_TRIGGER_TABLES)
 SQLITE_UNINSTALL = tuple(f"DROP TRIGGER IF EXISTS {name}" for name in SQLITE_TRIGGERS)
 
 
-def sqlite_install(*, purge_permits: bool) -> tuple[str, ...]:
-    """The SQLite guards, installed anew. `purge_permits`: the permit table exists.
+def sqlite_install(tables: Collection[str]) -> tuple[str, ...]:
+    """The SQLite guards, installed anew, on those of their tables that exist (`tables`): a
+    migration that installs them before a later one adds a table leaves that table's guards to
+    the install at the end of every migrate (`broker.apps`).
 
-    Before migration 0012 made that table, the delete guards refuse every delete: SQLite reads
-    a trigger's tables again whenever a table is renamed, and a trigger naming a missing table
-    would fail every later migration that rebuilds one.
+    Before migration 0012 made the permit table, the delete guards refuse every delete: SQLite
+    reads a trigger's tables again whenever a table is renamed, and a trigger naming a missing
+    table would fail every later migration that rebuilds one.
     """
+    purge_permits = PURGE_PERMIT_TABLE in tables
     return (
         # SQLite has no CREATE OR REPLACE TRIGGER: drop first, so installing refreshes every guard.
         *SQLITE_UNINSTALL,
         *(
             statement
             for table in APPEND_ONLY_TABLES
+            if table in tables
             for statement in _sqlite_append_only(
                 table, purgeable=purge_permits and table in PURGEABLE_TABLES
             )
@@ -416,20 +424,24 @@ _PG_FUNCTIONS = {
     **{name: body for name, (_, _, body) in _PG_CHECKS.items()},
 }
 
-POSTGRESQL_TRIGGERS = tuple(name for name, *_ in _PG_TRIGGERS)
 
-POSTGRESQL_INSTALL = (
-    *(
-        f"CREATE OR REPLACE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql\n"
-        f"AS $guard${body}\n$guard$"
-        for name, body in _PG_FUNCTIONS.items()
-    ),
-    *(
-        f"CREATE OR REPLACE TRIGGER {name} {events} ON {table} "
-        f"FOR EACH {level} EXECUTE FUNCTION {function}()"
-        for name, table, events, level, function in _PG_TRIGGERS
-    ),
-)
+def postgresql_install(tables: Collection[str]) -> tuple[str, ...]:
+    """The PostgreSQL guards, installed anew (replacing what is there), on those of their
+    tables that exist, as `sqlite_install`."""
+    return (
+        *(
+            f"CREATE OR REPLACE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql\n"
+            f"AS $guard${body}\n$guard$"
+            for name, body in _PG_FUNCTIONS.items()
+        ),
+        *(
+            f"CREATE OR REPLACE TRIGGER {name} {events} ON {table} "
+            f"FOR EACH {level} EXECUTE FUNCTION {function}()"
+            for name, table, events, level, function in _PG_TRIGGERS
+            if table in tables
+        ),
+    )
+
 
 POSTGRESQL_UNINSTALL = (
     *(f"DROP TRIGGER IF EXISTS {name} ON {table}" for name, table, *_ in _PG_TRIGGERS),
@@ -449,12 +461,8 @@ _UNINSTALL = {"sqlite": SQLITE_UNINSTALL, "postgresql": POSTGRESQL_UNINSTALL}
 
 def install(target: BaseDatabaseSchemaEditor | BaseDatabaseWrapper) -> None:
     """Create every guard; existing ones are replaced, so installing twice is harmless."""
-    connection = _connection(target)
-    permits = PURGE_PERMIT_TABLE in connection.introspection.table_names()
-    _execute(
-        target,
-        {"sqlite": sqlite_install(purge_permits=permits), "postgresql": POSTGRESQL_INSTALL},
-    )
+    tables = set(_connection(target).introspection.table_names())
+    _execute(target, {"sqlite": sqlite_install(tables), "postgresql": postgresql_install(tables)})
 
 
 def uninstall(target: BaseDatabaseSchemaEditor | BaseDatabaseWrapper) -> None:

@@ -1,6 +1,6 @@
 """The bus's records. The database carries the invariants (SPEC §3).
 
-Message, Event, ThreadOpen, TrailRow and Decision are append-only: triggers installed by
+Message, Event, ThreadOpen, TrailRow, Decision and Step are append-only: triggers installed by
 migration 0002 refuse UPDATE and DELETE (and TRUNCATE on PostgreSQL), so no code path — ORM,
 bulk or raw SQL — can rewrite the record. A Task's request must be a `human.input` event (R15),
 refused by the database too.
@@ -66,6 +66,14 @@ OWED = (ReplyState.PENDING, ReplyState.WORKING, ReplyState.RETRYING)
 FINAL = (ReplyState.ANSWERED, ReplyState.STOPPED, ReplyState.FAILED)
 
 
+class StepOutcome(models.TextChoices):
+    """How a tool call ended (SPEC §7.2): what suites and Consoles decide on."""
+
+    OK = "ok"  # the broker's verb ran and stored what it stores
+    REFUSED = "refused"  # the broker refused it; `code` is the refusal's
+    ERROR = "error"  # never reached the broker: an unknown tool, or arguments that do not fit
+
+
 class Via(models.TextChoices):
     """The channel a human's or tester's message came through; the stored `from_run` stays as
     R6 says whichever it was. Null for everything a run or the system writes."""
@@ -86,6 +94,7 @@ class TrailKind(models.TextChoices):
     THREAD_ARCHIVED = "thread.archived"
     THREAD_UNARCHIVED = "thread.unarchived"
     TESTER_PURGED = "tester.purged"  # old tester data deleted (`broker.tester_purge`)
+    STEP = "step"  # a tool call a run made while answering a turn (SPEC §7.2)
 
 
 class MessageClass(models.TextChoices):
@@ -384,6 +393,9 @@ class Message(models.Model):
     def __str__(self) -> str:
         return f"{self.from_role} to {self.to_role} #{self.pk}"
 
+    # A turn's stored steps when the read loaded them (`selectors.with_steps`), oldest first.
+    loaded_steps: tuple[Step, ...] = ()
+
     @property
     def progress_or_none(self) -> TurnProgress | None:
         """The turn's progress row, read with the message (`select_related("progress")`)."""
@@ -427,6 +439,10 @@ class TurnProgress(models.Model):
     # The reply so far while `working`, and what it had written when a stop ended it (`stopped`:
     # the turn's `partial`). Never a record: the RESULT is.
     draft = models.TextField(blank=True, default="")
+    # Tool calls of the turn stored so far (`Step`), so a read of turns without any reads no
+    # step table; and the call running now, shown live and never a record (SPEC §7.2).
+    steps = models.PositiveIntegerField(default=0)
+    calling = models.JSONField(null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -489,6 +505,44 @@ class TrailRow(models.Model):
 
     def __str__(self) -> str:
         return self.text[:80]
+
+
+class Step(models.Model):
+    """Append-only: one tool call a run made while answering a turn (SPEC §7.2).
+
+    Stored in the transaction of what the call did, so a call is executed at most once per
+    (turn, call id): a retried turn finds its earlier calls here and is told their results.
+    """
+
+    business = models.ForeignKey(Business, on_delete=models.PROTECT, related_name="steps")
+    thread = models.ForeignKey(Thread, on_delete=models.PROTECT, related_name="steps")
+    turn = models.ForeignKey(Message, on_delete=models.PROTECT, related_name="steps")
+    claim = models.ForeignKey(ThreadClaim, on_delete=models.PROTECT, related_name="steps")
+    run = models.CharField(max_length=100)
+    # The model's id for the call, and which of the turn's model requests asked for it.
+    call_id = models.CharField(max_length=100)
+    round = models.PositiveSmallIntegerField()
+    tool = models.CharField(max_length=64)
+    # As the model sent them: a JSON object, or (not one) the text itself; bounded.
+    arguments = models.JSONField()
+    outcome = models.CharField(max_length=10, choices=StepOutcome.choices)
+    # The broker's refusal code (`refused`) or what was wrong with the call (`error`).
+    code = models.CharField(max_length=40, blank=True, default="")
+    result = models.JSONField()
+    started_at = models.DateTimeField()
+    ended_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["turn", "call_id"], name="one_step_per_call"),
+            models.CheckConstraint(
+                condition=Q(outcome__in=StepOutcome.values), name="step_outcome_known"
+            ),
+        ]
+        indexes = [models.Index(fields=["thread", "id"], name="step_thread")]
+
+    def __str__(self) -> str:
+        return f"{self.tool} {self.outcome} (turn {self.turn_id})"
 
 
 class Task(models.Model):

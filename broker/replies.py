@@ -65,7 +65,8 @@ def retry_delay(attempts: int, *, retry_after: float | None) -> float:
     return random.uniform(step / 2, step)  # jitter, not a secret
 
 
-def _nudge(thread_id: int, turn_id: int) -> None:
+def nudge_turn(thread_id: int, turn_id: int) -> None:
+    """Tell the thread's sockets, after commit, that the turn's reply changed."""
     events.push_after_commit(events.thread_group(thread_id), type=events.TURN_NUDGE, row_id=turn_id)
 
 
@@ -92,6 +93,7 @@ def do_move(
         "retry_at": retry_at,
         "failure": failure[:FAILURE_LENGTH],
         "draft": "",
+        "calling": None,
         "updated_at": timezone.now(),
     }
     if attempts is not None:
@@ -104,7 +106,7 @@ def do_move(
         if may_have_row and rows.exists():
             return False
         TurnProgress.objects.create(message=turn, thread_id=turn.thread_id, **changes)
-    _nudge(turn.thread_id, turn.pk)
+    nudge_turn(turn.thread_id, turn.pk)
     return True
 
 
@@ -122,7 +124,7 @@ def do_stop(turns: Iterable[tuple[int, int]]) -> None:
     now = timezone.now()
     turns = list(turns)
     ids = [turn_id for turn_id, _ in turns]
-    stopped = {"state": ReplyState.STOPPED, "retry_at": None, "updated_at": now}
+    stopped = {"state": ReplyState.STOPPED, "retry_at": None, "calling": None, "updated_at": now}
     TurnProgress.objects.filter(message_id__in=ids, state__in=OWED).update(**stopped)
     with_rows = set(TurnProgress.objects.filter(message_id__in=ids).values_list("pk", flat=True))
     TurnProgress.objects.bulk_create(
@@ -131,7 +133,7 @@ def do_stop(turns: Iterable[tuple[int, int]]) -> None:
         if turn_id not in with_rows
     )
     for turn_id, thread_id in turns:
-        _nudge(thread_id, turn_id)
+        nudge_turn(thread_id, turn_id)
 
 
 def do_release_working(thread_id: int) -> None:
@@ -146,10 +148,10 @@ def do_release_working(thread_id: int) -> None:
     if not working:
         return
     TurnProgress.objects.filter(pk__in=working, state=ReplyState.WORKING).update(
-        state=ReplyState.PENDING, draft="", updated_at=timezone.now()
+        state=ReplyState.PENDING, draft="", calling=None, updated_at=timezone.now()
     )
     for turn_id in working:
-        _nudge(thread_id, turn_id)
+        nudge_turn(thread_id, turn_id)
 
 
 def do_draft(turn_id: int, *, thread_id: int, text: str) -> bool:
@@ -159,7 +161,7 @@ def do_draft(turn_id: int, *, thread_id: int, text: str) -> bool:
         message_id=turn_id, thread_id=thread_id, state=ReplyState.WORKING
     ).update(draft=text[:limit], updated_at=timezone.now())
     if kept:
-        _nudge(thread_id, turn_id)
+        nudge_turn(thread_id, turn_id)
     return bool(kept)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from django.db.models import (
     BooleanField,
@@ -34,12 +34,14 @@ from broker.models import (
     Message,
     MessageClass,
     Project,
+    Step,
     Thread,
     TrailRow,
 )
 from broker.refusals import Refusal
 
 M = TypeVar("M", bound=Model)
+MessageT = TypeVar("MessageT", bound=Message)
 
 HUMAN_KIND = ActorKind.HUMAN
 TESTER_KIND = ActorKind.TESTER
@@ -192,10 +194,33 @@ def thread_messages(
     before: int | None = None,
     limit: int | None = None,
 ) -> list[Message]:
-    """R1: a thread's messages, to its owner only; each turn with its reply state (SPEC §7.1)."""
+    """R1: a thread's messages, to its owner only; each turn with its reply state (SPEC §7.1)
+    and its steps (SPEC §7.2)."""
     thread = access_thread(actor, thread_id=thread_id)
     rows = Message.objects.filter(thread_rows.in_thread(thread.pk)).select_related("progress")
-    return page(rows, after=after, before=before, limit=limit, within_thread=True)
+    return with_steps(page(rows, after=after, before=before, limit=limit, within_thread=True))
+
+
+def with_steps(messages: list[MessageT]) -> list[MessageT]:
+    """Load the steps of the turns among `messages` (`Message.loaded_steps`): one query, and
+    none when no turn's progress row (read with it) counts a step."""
+    turns = {
+        message.pk: message
+        for message in messages
+        if (progress := message.progress_or_none) is not None and progress.steps
+    }
+    for step in steps_of(turns):
+        turn = turns[step.turn_id]
+        turn.loaded_steps = (*turn.loaded_steps, step)
+    return messages
+
+
+def steps_of(turn_ids: Collection[int]) -> list[Step]:
+    """The stored steps of these turns, oldest first; no query for none. Precondition: the
+    caller read the turns through an owner check (R1)."""
+    if not turn_ids:
+        return []
+    return list(Step.objects.filter(turn_id__in=list(turn_ids)).order_by("pk"))
 
 
 # The most turns of one thread whose reply state one read returns.
@@ -214,6 +239,9 @@ class ReplyView:
     draft: str
     # The RESULT's id once `answered`.
     result: int | None
+    # SPEC §7.2: its stored steps, and the call running now (never a record).
+    steps: tuple[Step, ...] = ()
+    calling: dict[str, Any] | None = None
 
 
 @verb("thread.messages", HUMAN_KIND, TESTER_KIND, switch_in_read=True)
@@ -233,7 +261,7 @@ def thread_replies(actor: Actor, *, thread_id: int, known: Collection[int] = ())
         .order_by("pk")[:REPLIES_LIMIT]
     )
     views = []
-    for turn in turns:
+    for turn in with_steps(list(turns)):
         progress = turn.progress_or_none
         views.append(
             ReplyView(
@@ -243,6 +271,8 @@ def thread_replies(actor: Actor, *, thread_id: int, known: Collection[int] = ())
                 failure=progress.failure if progress else "",
                 draft=progress.draft if progress else "",
                 result=turn.result,
+                steps=turn.loaded_steps,
+                calling=progress.calling if progress else None,
             )
         )
     return views

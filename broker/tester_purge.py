@@ -33,6 +33,7 @@ from broker.models import (
     Decision,
     Message,
     PurgePermit,
+    Step,
     SuiteCase,
     SuiteRun,
     Thread,
@@ -47,11 +48,12 @@ from broker.models import (
 BATCH = 500
 
 # (counted as, model, its column naming the purged row)
-Steps = tuple[tuple[str, type[Model], str], ...]
+PurgeOrder = tuple[tuple[str, type[Model], str], ...]
 
 # What a thread's purge deletes, in an order that leaves no row pointing at a deleted one.
-THREAD_ROWS: Steps = (
+THREAD_ROWS: PurgeOrder = (
     ("trail_rows", TrailRow, "thread_id"),
+    ("steps", Step, "thread_id"),
     ("turns", TurnProgress, "thread_id"),
     ("decisions", Decision, "thread_id"),
     ("messages", Message, "thread_id"),
@@ -61,7 +63,7 @@ THREAD_ROWS: Steps = (
 )
 
 # What a suite run's purge deletes, in the same sense.
-SUITE_ROWS: Steps = (
+SUITE_ROWS: PurgeOrder = (
     ("suite_cases", SuiteCase, "run_id"),
     ("suite_runs", SuiteRun, "id"),
 )
@@ -78,6 +80,7 @@ class PurgeCounts:
     turns: int = 0
     trail_rows: int = 0
     decisions: int = 0
+    steps: int = 0
     suite_runs: int = 0
     suite_cases: int = 0
     # The trail row that recorded the purge (none on a dry run or when nothing went).
@@ -158,14 +161,14 @@ def do_record_purge(business_id: int, *, counts: PurgeCounts) -> TrailRow:
 
 def _purge_in_batches(
     chosen: QuerySet[Any],
-    steps: Steps,
+    order: PurgeOrder,
     counts: PurgeCounts,
     *,
     dry_run: bool,
     batch: int,
     first: Callable[[list[int]], None] | None = None,
 ) -> None:
-    """Delete (dry: count) the `steps` rows of `chosen`'s rows, `batch` of them per transaction,
+    """Delete (dry: count) the `order` rows of `chosen`'s rows, `batch` of them per transaction,
     adding to `counts`. `first` runs on each batch's ids before its deletes."""
     after = 0
     while True:
@@ -180,7 +183,7 @@ def _purge_in_batches(
                 return
             after = ids[-1]
             if dry_run:
-                for name, model, column in steps:
+                for name, model, column in order:
                     counts.add(
                         name, model._default_manager.filter(**{f"{column}__in": ids}).count()
                     )
@@ -188,7 +191,7 @@ def _purge_in_batches(
             with purge_permit():
                 if first is not None:
                     first(ids)
-                for name, model, column in steps:
+                for name, model, column in order:
                     counts.add(name, _delete(model, column, ids))
 
 

@@ -419,6 +419,8 @@ class ThreadConsumer(StreamConsumer):
         self.told: dict[int, tuple[tuple[str, str | None, str], str]] = {}
         # The rows sent since the replies were last read: the turns among them are told too.
         self.shown: set[int] = set()
+        # The steps told of each turn followed while owed, as (call id, outcome or None).
+        self.told_steps: dict[int, set[tuple[str, str | None]]] = {}
 
     @property
     def thread_id(self) -> int:
@@ -462,6 +464,14 @@ class ThreadConsumer(StreamConsumer):
             return  # its message has not been sent yet: that frame comes first
         if reply.result is not None and reply.result > self.last_id:
             return  # answered: the RESULT's own frame comes first, at the next read
+        # A turn first read after it ended came with its steps in its message frame.
+        if reply.turn in self.told or reply.state in OWED:
+            for step in self.untold_steps(reply):
+                await self.send(
+                    text_data=json.dumps(
+                        {"type": "reply.step", "in_reply_to": reply.turn, "step": step}
+                    )
+                )
         retry_at = shapes.time_text(reply.retry_at)
         state = (reply.state, retry_at, reply.failure)
         told_state, told_draft = self.told.get(reply.turn, (("pending", None, ""), ""))
@@ -495,3 +505,18 @@ class ThreadConsumer(StreamConsumer):
             self.told[reply.turn] = (state, draft)
         else:
             self.told.pop(reply.turn, None)
+            self.told_steps.pop(reply.turn, None)
+
+    def untold_steps(self, reply: selectors.ReplyView) -> list[dict[str, Any]]:
+        """SPEC §7.2: the turn's steps this socket has not told yet — each stored one, and the
+        call running now (told again once it is stored, with its outcome)."""
+        steps: list[dict[str, Any]] = [shapes.StepOut(step).data for step in reply.steps]
+        stored = {step["call_id"] for step in steps}
+        if reply.calling and reply.state == ReplyState.WORKING:
+            running = shapes.running_step(reply.turn, reply.calling)
+            if running["call_id"] not in stored:
+                steps.append(running)
+        told = self.told_steps.setdefault(reply.turn, set())
+        untold = [step for step in steps if (step["call_id"], step["outcome"]) not in told]
+        told.update((step["call_id"], step["outcome"]) for step in untold)
+        return untold

@@ -76,6 +76,10 @@ class FakeModel:
     models_status: int = 200
     # The answer's text computed from each request (a scripted model); None: `content`.
     script: Callable[[dict[str, Any]], str] | None = None
+    # The tool calls that answer a request instead of text (a model that acts, SPEC §7.2),
+    # computed from it: each {"id", "name", "arguments"}; None or empty: a text answer. Streamed
+    # as OpenAI streams them: the id and name first, then the arguments in fragments.
+    tool_calls: Callable[[dict[str, Any]], list[dict[str, str]] | None] | None = None
     requests: list[dict[str, Any]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
     arrived: threading.Event = field(default_factory=threading.Event)
@@ -104,6 +108,49 @@ class FakeModel:
     def content_for(self, body: dict[str, Any]) -> str | None:
         return self.content if self.script is None else self.script(body)
 
+    def calls_for(self, body: dict[str, Any]) -> list[dict[str, str]]:
+        return (self.tool_calls(body) if self.tool_calls is not None else None) or []
+
+    def calls_completion(self, model: str, calls: list[dict[str, str]]) -> dict[str, Any]:
+        """A whole completion asking for `calls`."""
+        answer = self.completion(model, None)
+        answer["choices"][0]["message"]["tool_calls"] = [
+            {
+                "id": call["id"],
+                "type": "function",
+                "function": {"name": call["name"], "arguments": call["arguments"]},
+            }
+            for call in calls
+        ]
+        answer["choices"][0]["finish_reason"] = "tool_calls"
+        return answer
+
+    def calls_events(self, model: str, calls: list[dict[str, str]]) -> list[str]:
+        """The `data:` payloads of a streamed answer asking for `calls`, `[DONE]` last."""
+        name = self.reported_model or model
+
+        def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
+            return stream_chunk(name, [{"index": 0, "delta": delta, "finish_reason": finish}])
+
+        events = [chunk({"role": "assistant", "content": None})]
+        for index, call in enumerate(calls):
+            first = {
+                "index": index,
+                "id": call["id"],
+                "type": "function",
+                "function": {"name": call["name"], "arguments": ""},
+            }
+            events.append(chunk({"tool_calls": [first]}))
+            arguments = call["arguments"]
+            for start in range(0, len(arguments), 7):
+                fragment = {"index": index, "function": {"arguments": arguments[start : start + 7]}}
+                events.append(chunk({"tool_calls": [fragment]}))
+        events.append(chunk({}, "tool_calls"))
+        if self.usage is not None:
+            events.append(stream_chunk(name, [], usage=self.usage))
+        events.append("[DONE]")
+        return events
+
     def stream_events(self, model: str, content: str | None, *, include_usage: bool) -> list[str]:
         """The `data:` payloads of a streamed answer, `[DONE]` last."""
         if self.raw_events is not None:
@@ -115,35 +162,29 @@ class FakeModel:
             pieces = [word + " " for word in words[:-1]] + words[-1:]
 
         def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
-            choice = {"index": 0, "delta": delta, "finish_reason": finish}
-            return json.dumps(
-                {
-                    "id": "chatcmpl-fake",
-                    "object": "chat.completion.chunk",
-                    "created": 0,
-                    "model": name,
-                    "choices": [choice],
-                }
-            )
+            return stream_chunk(name, [{"index": 0, "delta": delta, "finish_reason": finish}])
 
         events = [chunk({"role": "assistant", "content": ""})]
         events += [chunk({"content": piece}) for piece in pieces]
         events.append(chunk({}, self.finish_reason))
         if include_usage and self.usage is not None:
-            events.append(
-                json.dumps(
-                    {
-                        "id": "chatcmpl-fake",
-                        "object": "chat.completion.chunk",
-                        "created": 0,
-                        "model": name,
-                        "choices": [],
-                        "usage": self.usage,
-                    }
-                )
-            )
+            events.append(stream_chunk(name, [], usage=self.usage))
         events.append("[DONE]")
         return events
+
+
+def stream_chunk(model: str, choices: list[dict[str, Any]], **extra: Any) -> str:
+    """One `chat.completion.chunk` of a stream, as JSON text."""
+    return json.dumps(
+        {
+            "id": "chatcmpl-fake",
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": model,
+            "choices": choices,
+            **extra,
+        }
+    )
 
 
 def write_event(wfile: Any, event: str | None) -> None:
@@ -192,10 +233,17 @@ def fake_handler(model: FakeModel) -> type[BaseHTTPRequestHandler]:
             if self.wait_or_hang_up(model.delay):
                 return
             try:
+                # Asked first: a scripted model may decide to fail this very request.
+                calls = model.calls_for(body)
                 if model.status != 200:
                     self.answer_error()
                 elif model.raw_body is not None:
                     self.answer(200, model.raw_body.encode(), "application/json")
+                elif calls and body.get("stream") and model.streams:
+                    self.answer_stream(model.calls_events(body["model"], calls))
+                elif calls:
+                    data = json.dumps(model.calls_completion(body["model"], calls))
+                    self.answer(200, data.encode(), "application/json")
                 elif body.get("stream") and model.streams:
                     options = body.get("stream_options") or {}
                     self.answer_stream(
@@ -532,8 +580,20 @@ def chunk(content: str) -> str:
     return json.dumps({"choices": [{"index": 0, "delta": {"content": content}}]})
 
 
+# LiteLLM's own `mock_tool_calls` reach non-streamed answers only (its stream mock streams
+# `mock_response`'s text), so a model that acts is a fake model the proxy relays (SPEC §7.2).
+ACTING_REPLY = "Booked, through the proxy."
+
+
+def calls_then_answers(body: dict[str, Any]) -> list[dict[str, str]]:
+    """A model that asks for one `create_task` call, then (told its result) answers in words."""
+    if any(message.get("role") == "tool" for message in body["messages"]):
+        return []
+    return [{"id": "call_up", "name": "create_task", "arguments": '{"title": "relayed"}'}]
+
+
 def proxy_config(
-    *, slow_upstream: str, cut_off_upstream: str, malformed_upstream: str
+    *, slow_upstream: str, cut_off_upstream: str, malformed_upstream: str, acting_upstream: str
 ) -> dict[str, object]:
     def model(name: str, **params: object) -> dict[str, object]:
         return {
@@ -552,6 +612,7 @@ def proxy_config(
             model("slow-upstream", api_base=slow_upstream),
             model("cut-off-upstream", api_base=cut_off_upstream),
             model("malformed-upstream", api_base=malformed_upstream),
+            model("acting-upstream", api_base=acting_upstream),
         ],
         # One try per request (retries are the run's); a rate-limited model cools down at its
         # first 429, after which the router answers 429 with Retry-After: COOLDOWN.
@@ -566,10 +627,11 @@ def proxy_config(
 
 @dataclass
 class LiteLLMPeer:
-    """The running proxy, and the fake model behind it that streams slowly."""
+    """The running proxy, and the fake models behind it that stream slowly and that act."""
 
     proxy: LiteLLMProxy
     slow: FakeModel
+    acting: FakeModel
 
 
 @contextmanager
@@ -587,14 +649,18 @@ def litellm_peer(workdir: Path) -> Iterator[LiteLLMPeer]:
         malformed = stack.enter_context(
             serve_fake_model(FakeModel(raw_events=[chunk("Hel"), '{"choices": [{"del']))
         )
+        acting = stack.enter_context(
+            serve_fake_model(FakeModel(content=ACTING_REPLY, tool_calls=calls_then_answers))
+        )
         proxy = LiteLLMProxy(
             workdir=workdir,
             config=proxy_config(
                 slow_upstream=slow.url,
                 cut_off_upstream=cut_off.url,
                 malformed_upstream=malformed.url,
+                acting_upstream=acting.url,
             ),
         )
         stack.callback(proxy.stop)
         proxy.start()
-        yield LiteLLMPeer(proxy, slow)
+        yield LiteLLMPeer(proxy, slow, acting)

@@ -205,6 +205,50 @@ MUTANTS = (
         ),
         suspects=("tests/broker/test_tester_purge.py",),
     ),
+    Mutant(
+        "M17",
+        "a tool call runs as the human instead of the run that holds the claim",
+        "broker/steps.py",
+        (
+            (
+                "task = actions.create_task(\n            actor, claim_id=claim.pk",
+                "task = actions.create_task(\n            Actor.human(business_id=actor.business_id, "
+                "username=claim.thread.owner), claim_id=claim.pk",
+            ),
+        ),
+        suspects=("tests/broker/test_steps.py",),
+    ),
+    Mutant(
+        "M18",
+        "a tester's create_task is let through (R15 left to the database alone)",
+        "broker/actions.py",
+        (
+            (
+                'if request is None or request.body.get("thread") != claim.thread_id:',
+                'if request is not None and request.body.get("thread") != claim.thread_id:',
+            ),
+        ),
+        suspects=("tests/broker/test_steps.py",),
+    ),
+    Mutant(
+        "M19",
+        "send_message's `to` offers more than the role's send_to",
+        "broker/tools.py",
+        (
+            (
+                "send_message_tool(sorted(lists.send_to))",
+                "send_message_tool(sorted(lists.send_to | lists.receive_from))",
+            ),
+        ),
+        suspects=("tests/broker/test_steps.py",),
+    ),
+    Mutant(
+        "M20",
+        "a human thread's step is labelled to the tester, so the tester's trail shows it",
+        "broker/steps.py",
+        (("to_role=TESTER if claim.thread.owner == TESTER else HUMAN", "to_role=TESTER"),),
+        suspects=("tests/broker/test_steps.py",),
+    ),
 )
 
 

@@ -21,17 +21,20 @@ from django.conf import settings
 from django.db import DatabaseError
 from django.utils import timezone
 
-from broker import actions, refusals
+from broker import actions, refusals, steps
 from broker.actors import Actor
 from broker.models import ClaimEnd, Message, MessageClass, ReplyState
 from broker.refusals import Refusal
 from broker.replies import ReplyRecord
 from broker.runner.backends import Reply, ReplyBackend, ReplyFailed, TurnCancelled
+from broker.runner.backends.base import CallResult
 from broker.runner.claims import try_claim
 from broker.runner.lease import Held, LeaseKeeper
 from broker.runner.pending import PendingThread, pending_messages
 from broker.runner.turns import read_turn
 from broker.signals import TurnEnd, turn_ended
+from broker.steps import ToolCall
+from broker.tools import Toolbox, read_toolbox
 
 logger = logging.getLogger("mosaic.runner")
 
@@ -51,19 +54,30 @@ class RunOutcome(enum.Enum):
 
 @dataclass(frozen=True)
 class ClaimTools:
-    """`TurnTools` for one turn of one claim."""
+    """`TurnTools` for one turn of one claim: each call a step of the turn (`broker.steps`),
+    made through the broker's verbs as the run."""
 
     actor: Actor
     claim_id: int
-    request_id: int | None
+    turn_id: int
+    toolbox: Toolbox
 
-    def create_task(self, title: str) -> int:
-        if self.request_id is None:
-            raise Refusal(refusals.INVALID, "This turn carries no human request to cite (R15).")
-        task = actions.create_task(
-            self.actor, claim_id=self.claim_id, request_id=self.request_id, title=title
-        )
-        return task.pk
+    def call(self, call: ToolCall) -> CallResult:
+        try:
+            step = steps.begin_step(
+                self.actor, claim_id=self.claim_id, turn_id=self.turn_id, call=call
+            ) or steps.call_tool(
+                self.actor,
+                claim_id=self.claim_id,
+                turn_id=self.turn_id,
+                call=call,
+                toolbox=self.toolbox,
+            )
+        except Refusal as refusal:
+            if refusal.code == refusals.CLAIM_ENDED:
+                raise TurnCancelled from refusal
+            raise
+        return CallResult(outcome=step.outcome, content=steps.model_result(step))
 
 
 @dataclass
@@ -125,7 +139,10 @@ def run_thread(
         return RunOutcome.NOT_CLAIMED
     held = keeper.watch(actor, claim_id=claim.pk, thread_id=claim.thread_id)
     try:
-        outcome = _answer(actor, held, backend=backend, shutting_down=shutting_down)
+        toolbox = read_toolbox(business_id=actor.business_id, instance=actor.role)
+        outcome = _answer(
+            actor, held, backend=backend, toolbox=toolbox, shutting_down=shutting_down
+        )
     except Exception as error:
         # A bug or a database error: release with a back-off rather than leave the claim to
         # expire and be retried at once, over and over. If even that fails, the lease runs out.
@@ -145,7 +162,12 @@ def run_thread(
 
 
 def _answer(
-    actor: Actor, held: Held, *, backend: ReplyBackend, shutting_down: threading.Event
+    actor: Actor,
+    held: Held,
+    *,
+    backend: ReplyBackend,
+    toolbox: Toolbox,
+    shutting_down: threading.Event,
 ) -> RunOutcome:
     claim_id = held.claim_id
     try:
@@ -162,7 +184,8 @@ def _answer(
                     # Turns are answered in order: the thread waits for this one's retry.
                     _release(actor, claim_id, ClaimEnd.FAILED, f"{FAILED_PREFIX}{waiting}")
                     return RunOutcome.FAILED
-                if _take_turn(actor, held, turn, backend=backend) == ReplyState.RETRYING:
+                taken = _take_turn(actor, held, turn, backend=backend, toolbox=toolbox)
+                if taken == ReplyState.RETRYING:
                     break  # read again: the thread waits for this turn's retry
     except TurnCancelled:
         if held.ended:
@@ -185,13 +208,15 @@ def _retry_time(turn: Message) -> str | None:
     return f"{progress.failure} Retrying at {progress.retry_at:%H:%M:%S} UTC."
 
 
-def _take_turn(actor: Actor, held: Held, turn: Message, *, backend: ReplyBackend) -> ReplyState:
+def _take_turn(
+    actor: Actor, held: Held, turn: Message, *, backend: ReplyBackend, toolbox: Toolbox
+) -> ReplyState:
     """`_attempt_turn`, and `turn_ended` with how it ended, however it ended."""
     began = time.monotonic()
     replies: list[Reply] = []
     end = TurnEnd.FAILED  # an unexpected error: it is released as failed
     try:
-        state = _attempt_turn(actor, held, turn, backend=backend, replies=replies)
+        state = _attempt_turn(actor, held, turn, backend=backend, toolbox=toolbox, replies=replies)
         end = TurnEnd(state.value)
         return state
     except TurnCancelled:
@@ -211,7 +236,13 @@ def _take_turn(actor: Actor, held: Held, turn: Message, *, backend: ReplyBackend
 
 
 def _attempt_turn(
-    actor: Actor, held: Held, turn: Message, *, backend: ReplyBackend, replies: list[Reply]
+    actor: Actor,
+    held: Held,
+    turn: Message,
+    *,
+    backend: ReplyBackend,
+    toolbox: Toolbox,
+    replies: list[Reply],
 ) -> ReplyState:
     """One attempt at a turn, per R12: the reply lands (`answered`), or the turn is left
     `retrying` or `failed`; the state it is left in is returned, and the backend's reply, when
@@ -223,7 +254,7 @@ def _attempt_turn(
     started = actions.start_turn(actor, claim_id=held.claim_id, turn_id=turn.pk)
     if started is None:
         return ReplyState.FAILED  # it had used every attempt
-    tools = ClaimTools(actor=actor, claim_id=held.claim_id, request_id=turn.request_id)
+    tools = ClaimTools(actor=actor, claim_id=held.claim_id, turn_id=turn.pk, toolbox=toolbox)
     drafts = Drafts(
         actor=actor,
         claim_id=held.claim_id,

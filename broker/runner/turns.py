@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from django.db.models import Q
 from django.db.models.functions import Coalesce
 
-from broker.models import TESTER, Message, MessageClass, ReplyState
+from broker.models import TESTER, Message, MessageClass, ReplyState, Step
+from broker.steps import model_result
 
 # SPEC §7: a tester turn's prompt begins with this line, whichever backend answers it.
 TESTER_LINE = "This message is from a tester running a product test; it authorizes nothing."
@@ -38,6 +40,19 @@ class Entry:
 
 
 @dataclass(frozen=True)
+class Done:
+    """A tool call the turn made already, in an earlier attempt (SPEC §7.2): a retried turn is
+    shown its calls and their results, and makes none of them again."""
+
+    call_id: str
+    round: int
+    tool: str
+    # The arguments as JSON text, and what the model was told of the call.
+    arguments: str
+    result: str
+
+
+@dataclass(frozen=True)
 class Turn:
     """The message a run answers, with what came before it in its thread (oldest first)."""
 
@@ -52,6 +67,8 @@ class Turn:
     # 1 for the thread's first turn, 2 for the next, …
     number: int
     history: tuple[Entry, ...]
+    # The calls earlier attempts at this turn made, in order.
+    done: tuple[Done, ...] = ()
 
     @property
     def is_tester(self) -> bool:
@@ -63,7 +80,8 @@ class Turn:
 
 
 def read_turn(message: Message, *, history_limit: int = HISTORY_LIMIT) -> Turn:
-    """The turn for a pending thread message: two queries (history, turn count).
+    """The turn for a pending thread message: two queries (history, turn count), and a third
+    for the calls made already when its progress row (read with it) counts any.
 
     The history is the thread as a transcript up to this turn: every earlier message, each
     reply placed right after the turn it answers (a reply stored after this turn was sent
@@ -95,6 +113,8 @@ def read_turn(message: Message, *, history_limit: int = HISTORY_LIMIT) -> Turn:
         ).count()
         + 1
     )
+    progress = message.progress_or_none
+    done = () if progress is None or not progress.steps else calls_made(message.pk)
     return Turn(
         message_id=message.pk,
         thread_id=thread.pk,
@@ -105,4 +125,21 @@ def read_turn(message: Message, *, history_limit: int = HISTORY_LIMIT) -> Turn:
         request_id=message.request_id,
         number=number,
         history=history,
+        done=done,
+    )
+
+
+def calls_made(turn_id: int) -> tuple[Done, ...]:
+    """The turn's stored steps, oldest first, as a model is to be shown them again."""
+    return tuple(
+        Done(
+            call_id=step.call_id,
+            round=step.round,
+            tool=step.tool,
+            arguments=json.dumps(step.arguments, ensure_ascii=False)
+            if isinstance(step.arguments, dict)
+            else str(step.arguments),
+            result=model_result(step),
+        )
+        for step in Step.objects.filter(turn_id=turn_id).order_by("pk")
     )

@@ -15,6 +15,8 @@ from broker.models import (
     Message,
     Project,
     ReplyState,
+    Step,
+    StepOutcome,
     Thread,
     ThreadOpen,
     TrailKind,
@@ -141,6 +143,42 @@ class ThreadOut(Shape[Thread]):
     read_up_to = serializers.IntegerField(allow_null=True)
 
 
+class StepOut(Shape[Step]):
+    """A tool call of a turn (SPEC §7.2): what was called, how it ended, what it gave."""
+
+    id = serializers.IntegerField()
+    turn = serializers.IntegerField(source="turn_id")
+    call_id = serializers.CharField()
+    round = serializers.IntegerField()
+    tool = serializers.CharField()
+    arguments = serializers.JSONField()
+    outcome = serializers.ChoiceField(choices=StepOutcome.values)
+    code = serializers.SerializerMethodField()
+    result = serializers.JSONField()
+    started_at = serializers.DateTimeField()
+    ended_at = serializers.DateTimeField()
+
+    def get_code(self, step: Step) -> str | None:
+        return step.code or None
+
+
+def running_step(turn_id: int, calling: dict[str, Any]) -> dict[str, Any]:
+    """The step shape of the call a run is making now: no id, outcome or end yet."""
+    return {
+        "id": None,
+        "turn": turn_id,
+        "call_id": calling.get("call_id"),
+        "round": calling.get("round"),
+        "tool": calling.get("tool"),
+        "arguments": calling.get("arguments"),
+        "outcome": None,
+        "code": None,
+        "result": None,
+        "started_at": time_text(datetime.fromisoformat(calling["started_at"])),
+        "ended_at": None,
+    }
+
+
 class MessageOut(Shape[Message]):
     id = serializers.IntegerField()
     thread = serializers.IntegerField(source="thread_id", allow_null=True)
@@ -159,6 +197,11 @@ class MessageOut(Shape[Message]):
     model = serializers.CharField(allow_null=True)
     finish_reason = serializers.CharField(allow_null=True)
     usage = serializers.SerializerMethodField()
+    # SPEC §7.2: a turn's tool calls, stored ones only (the thread socket shows a running one).
+    steps = serializers.SerializerMethodField()
+
+    def get_steps(self, message: Message) -> list[dict[str, Any]]:
+        return [StepOut(step).data for step in message.loaded_steps]
 
     def get_retry_at(self, message: Message) -> str | None:
         progress = message.progress_or_none if message.message_class == "REQUEST" else None

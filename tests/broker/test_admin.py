@@ -17,7 +17,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from broker import actions, idempotency, refusals, selectors, suite_runs
+from broker import actions, idempotency, refusals, selectors, steps, suite_runs
 from broker.actors import Actor
 from broker.models import (
     Business,
@@ -30,6 +30,7 @@ from broker.models import (
     MessageClass,
     Project,
     PurgePermit,
+    Step,
     SuiteCase,
     SuiteRun,
     Task,
@@ -38,7 +39,10 @@ from broker.models import (
     ThreadOpen,
     TrailRow,
 )
+from broker.policy import RoleLists
 from broker.refusals import Refusal
+from broker.steps import ToolCall
+from broker.tools import offered_tools
 from tests.broker import factories
 from tests.conftest import make_business
 
@@ -69,7 +73,7 @@ def records(business: Business, human: Actor, tester: Actor, assistant_run: Acto
     actions.open_thread(human, thread_id=human_thread.pk)
     actions.open_thread(tester, thread_id=tester_thread.pk)
     turn = actions.send_to_thread(human, thread_id=human_thread.pk, body="please summarise")
-    actions.send_to_thread(tester, thread_id=tester_thread.pk, body="tester asks")
+    tester_turn = actions.send_to_thread(tester, thread_id=tester_thread.pk, body="tester asks")
 
     claim = factories.claim(assistant_run, human_thread)
     actions.send_message(
@@ -84,6 +88,15 @@ def records(business: Business, human: Actor, tester: Actor, assistant_run: Acto
     actions.create_task(assistant_run, claim_id=claim.pk, request_id=turn.request, title="sum")
     ended_claim = actions.end_claim(assistant_run, claim_id=claim.pk)
     open_claim = factories.claim(assistant_run, tester_thread)
+    # A tool call of the tester's turn, refused (R15): a step (SPEC §7.2).
+    actions.start_turn(assistant_run, claim_id=open_claim.pk, turn_id=tester_turn.message.pk)
+    steps.call_tool(
+        assistant_run,
+        claim_id=open_claim.pk,
+        turn_id=tester_turn.message.pk,
+        call=ToolCall(call_id="call-1", round=1, name="create_task", arguments='{"title": "t"}'),
+        toolbox=offered_tools(RoleLists.of(receive_from=["human"], send_to=["human"])),
+    )
     idempotency.remember_answer(
         tester, key="key-1", fingerprint="create thread", produce=lambda: {"thread": 2}
     )
@@ -172,7 +185,7 @@ def test_thread_change_page_shows_messages_opens_and_claims_inline(
     assert "please summarise" in content and "here is the summary" in content
     assert "run-1" in content  # the claim
     inlines = {formset.opts.model for formset in response.context["inline_admin_formsets"]}
-    assert inlines == {Message, ThreadOpen, ThreadClaim}
+    assert inlines == {Message, Step, ThreadOpen, ThreadClaim}
     for formset in response.context["inline_admin_formsets"]:
         assert not formset.has_add_permission
         assert not formset.has_change_permission

@@ -7,11 +7,13 @@ from typing import Any
 
 import pytest
 
-from broker import actions, policy, refusals, selectors, suite_runs
+from broker import actions, policy, refusals, selectors, steps, suite_runs
 from broker.access import VERBS
 from broker.actors import Actor, ActorKind
 from broker.models import Business, Message, Thread, ThreadOpen, TrailRow
 from broker.refusals import Refusal
+from broker.steps import ToolCall
+from broker.tools import Toolbox
 from tests.broker import factories
 
 OK = None
@@ -94,6 +96,8 @@ def stored() -> tuple[object, ...]:
     )
 
 
+TOOL_CALL = ToolCall(call_id="c1", round=1, name="create_task", arguments='{"title": "t"}')
+
 # Arguments good enough to get past argument checks for every verb the tester may not call.
 NON_TESTER_CALLS: dict[str, Callable[[Actor], Any]] = {
     "inbox.read": lambda actor: selectors.read_inbox(actor),
@@ -109,6 +113,10 @@ NON_TESTER_CALLS: dict[str, Callable[[Actor], Any]] = {
     "turn.draft": lambda actor: actions.draft_turn(actor, claim_id=1, turn_id=1, text="d"),
     "turn.fail": lambda actor: actions.fail_turn(
         actor, claim_id=1, turn_id=1, failure="f", transient=False
+    ),
+    "step.begin": lambda actor: steps.begin_step(actor, claim_id=1, turn_id=1, call=TOOL_CALL),
+    "step.call": lambda actor: steps.call_tool(
+        actor, claim_id=1, turn_id=1, call=TOOL_CALL, toolbox=Toolbox()
     ),
 }
 
@@ -194,9 +202,8 @@ def test_verb_declares_who_it_serves(verb: str, kinds: frozenset[ActorKind]) -> 
     }
     assert (ActorKind.HUMAN in kinds) == (verb in human_verbs | {"message.send", "message.receive"})
     # The lease reaper ends other runs' claims: it is the system's, never a run's.
-    run_verbs = {
-        v for v in VERBS if v.startswith(("claim.", "task.", "decision.", "message.", "turn."))
-    }
+    run_prefixes = ("claim.", "task.", "decision.", "message.", "turn.", "step.")
+    run_verbs = {v for v in VERBS if v.startswith(run_prefixes)}
     assert (ActorKind.RUN in kinds) == (verb in run_verbs - {"claim.reap"})
 
 

@@ -135,6 +135,7 @@ def test_purge_dry_run_counts_and_deletes_nothing(threads: tuple[Thread, Thread]
         "turns": 1,
         "trail_rows": len(before["TrailRow"]),
         "decisions": 0,
+        "steps": 0,
         "suite_runs": 0,
         "suite_cases": 0,
     }

@@ -50,6 +50,8 @@ MESSAGE = {
     "model",
     "finish_reason",
     "usage",
+    # SPEC §7.2
+    "steps",
 }
 OPEN = {"thread", "by", "at"}
 TRAIL_ROW = {

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from broker.runner.turns import Turn
+from broker.steps import ToolCall
+from broker.tools import Toolbox
 
 # Called with the whole reply so far (not a fragment), as often as the backend likes; the run
 # decides how often a draft is stored and shown.
@@ -57,15 +59,26 @@ class TurnCancelled(Exception):
     """The turn was cancelled (its claim ended, or the runner is stopping); nothing is sent."""
 
 
+@dataclass(frozen=True)
+class CallResult:
+    """How a tool call went (SPEC §7.2): its outcome (`ok`, `refused`, `error`) and what the
+    model is told, as the content of a `tool` message."""
+
+    outcome: str
+    content: str
+
+
 class TurnTools(Protocol):
-    """What a backend may do besides replying, as the run that holds the thread."""
+    """What a backend may do besides replying, as the run that holds the thread (SPEC §7.2):
+    the tools its instance is offered, and calling one. A call that was made already in an
+    earlier attempt of the turn is not made again; its result is returned."""
 
-    def create_task(self, title: str) -> int:
-        """Create a task from this turn's human request (R15) and return its id.
+    @property
+    def toolbox(self) -> Toolbox: ...
 
-        Refuses (`broker.refusals.Refusal`) when the turn carries no human request, as a
-        tester's never does.
-        """
+    def call(self, call: ToolCall) -> CallResult:
+        """Make the call and return how it went: a refusal or a bad call is a result, never an
+        exception. Raises `TurnCancelled` when the run's claim ended meanwhile."""
         ...
 
 

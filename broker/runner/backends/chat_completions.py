@@ -23,14 +23,15 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import itertools
 import json
 import logging
 import queue
 import ssl
 import threading
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import httpx2
@@ -58,7 +59,8 @@ from broker.runner.backends.failures import (
     trimmed,
 )
 from broker.runner.prompt import prompt_messages
-from broker.runner.turns import Turn
+from broker.runner.turns import Done, Turn
+from broker.steps import ToolCall
 
 logger = logging.getLogger("mosaic.runner")
 
@@ -70,12 +72,34 @@ DEFAULT_CONNECT_TIMEOUT = 10.0
 DEFAULT_IDLE_TIMEOUT = 60.0
 
 
+def _text_of(value: object, what: str) -> str:
+    """A tool call's field as text ("" when absent)."""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise MalformedAnswer(f"a tool call's {what} is not a string")
+    return value
+
+
+@dataclass
+class CallSoFar:
+    """A tool call as it arrives: streamed, its id and name come once and its arguments in
+    fragments (SPEC §7.2)."""
+
+    call_id: str = ""
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+
 @dataclass
 class ReplySoFar:
-    """A reply as it arrives: the text, and what the server reported about it."""
+    """One answer of the model as it arrives: the text, the tool calls it asks for, and what
+    the server reported about it."""
 
     started: float
     parts: list[str] = field(default_factory=list)
+    # By the call's index in the answer.
+    calls: dict[int, CallSoFar] = field(default_factory=dict)
     model: str = ""
     finish_reason: str = ""
     prompt_tokens: int | None = None
@@ -98,6 +122,33 @@ class ReplySoFar:
             self.first_token_ms = round((time.monotonic() - self.started) * 1000)
         self.parts.append(text)
         return True
+
+    def add_call(self, index: object, *, call_id: object, name: object, arguments: object) -> None:
+        """Add a tool call, or (same index) a fragment of one: its id and name are kept as the
+        server first gives them, its arguments' text is joined."""
+        if not isinstance(index, int) or isinstance(index, bool) or index < 0:
+            raise MalformedAnswer("a tool call has no index")
+        call = self.calls.setdefault(index, CallSoFar())
+        if not call.call_id:
+            call.call_id = _text_of(call_id, "id")
+        if not call.name:
+            call.name = _text_of(name, "name")
+        fragment = _text_of(arguments, "arguments")
+        if fragment:
+            call.arguments.append(fragment)
+
+    def tool_calls(self, round: int) -> list[ToolCall]:
+        """The calls asked for, in index order; a call the server gave no id gets one of its
+        round and index, so a retried turn finds it again by the same id."""
+        return [
+            ToolCall(
+                call_id=call.call_id or f"call-{round}-{index}",
+                round=round,
+                name=call.name,
+                arguments="".join(call.arguments),
+            )
+            for index, call in sorted(self.calls.items())
+        ]
 
     def note(self, *, model: object = None, finish_reason: object = None) -> None:
         if isinstance(model, str) and model:
@@ -146,6 +197,14 @@ def read_chunk(chunk: object, reply: ReplySoFar) -> bool:
         reply.note(finish_reason=getattr(choice, "finish_reason", None))
         delta = getattr(choice, "delta", None)
         grew = reply.add_text(getattr(delta, "content", None)) or grew
+        for call in getattr(delta, "tool_calls", None) or []:
+            function = getattr(call, "function", None)
+            reply.add_call(
+                getattr(call, "index", None),
+                call_id=getattr(call, "id", None),
+                name=getattr(function, "name", None),
+                arguments=getattr(function, "arguments", None),
+            )
     return grew
 
 
@@ -171,6 +230,91 @@ def read_completion(body: bytes, reply: ReplySoFar) -> None:
     reply.note(model=data.get("model"), finish_reason=choices[0].get("finish_reason"))
     reply.note_usage(data.get("usage"))
     reply.add_text(message.get("content"))
+    calls = message.get("tool_calls") or []
+    if not isinstance(calls, list):
+        raise MalformedAnswer("its tool calls are not a list")
+    for index, call in enumerate(calls):
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(function, dict):
+            raise MalformedAnswer("a tool call has no function")
+        reply.add_call(
+            index,
+            call_id=call.get("id"),
+            name=function.get("name"),
+            arguments=function.get("arguments"),
+        )
+
+
+@dataclass
+class TurnSoFar:
+    """What a turn's answers add up to, over its rounds of tool calls: the tokens of every
+    request, and the time to the first text of any (from the turn's first request)."""
+
+    started: float
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    first_token_ms: int | None = None
+
+    def add(self, answer: ReplySoFar) -> None:
+        if answer.prompt_tokens is not None:
+            self.prompt_tokens = (self.prompt_tokens or 0) + answer.prompt_tokens
+        if answer.completion_tokens is not None:
+            self.completion_tokens = (self.completion_tokens or 0) + answer.completion_tokens
+        if self.first_token_ms is None:
+            self.first_token_ms = answer.first_token_ms
+
+    def reply(self, final: ReplySoFar) -> Reply:
+        """The turn's reply: the final answer's text, model and finish reason, with the turn's
+        totals."""
+        reply = final.reply()
+        return replace(
+            reply,
+            prompt_tokens=self.prompt_tokens,
+            completion_tokens=self.completion_tokens,
+            first_token_ms=self.first_token_ms,
+        )
+
+
+def calls_message(text: str, calls: Sequence[ToolCall]) -> dict[str, Any]:
+    """The assistant message that asked for `calls`, as the model is sent it back."""
+    return {
+        "role": "assistant",
+        "content": text or None,
+        "tool_calls": [
+            {
+                "id": call.call_id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": call.arguments},
+            }
+            for call in calls
+        ],
+    }
+
+
+def replayed_calls(done: Sequence[Done]) -> list[dict[str, Any]]:
+    """The calls earlier attempts at the turn made, round by round, each followed by its
+    result, as the model saw them then."""
+    messages: list[dict[str, Any]] = []
+    for _, in_round in itertools.groupby(done, key=lambda call: call.round):
+        calls = list(in_round)
+        messages.append(
+            calls_message(
+                "",
+                [
+                    ToolCall(
+                        call_id=call.call_id,
+                        round=call.round,
+                        name=call.tool,
+                        arguments=call.arguments,
+                    )
+                    for call in calls
+                ],
+            )
+        )
+        messages.extend(
+            {"role": "tool", "tool_call_id": call.call_id, "content": call.result} for call in calls
+        )
+    return messages
 
 
 @functools.cache
@@ -228,15 +372,21 @@ class ChatCompletionsBackend:
             context_tokens=self.context_tokens,
         )
 
-    def request_body(self, messages: list[ChatCompletionMessageParam]) -> dict[str, Any]:
-        """The JSON of a streamed chat completion request; max_tokens and temperature only
-        when set (else the server's defaults apply)."""
+    def request_body(
+        self,
+        messages: Sequence[ChatCompletionMessageParam | dict[str, Any]],
+        tools: Sequence[dict[str, Any]] = (),
+    ) -> dict[str, Any]:
+        """The JSON of a streamed chat completion request; the tools offered only when there
+        are any, max_tokens and temperature only when set (else the server's defaults apply)."""
         body: dict[str, Any] = {
             "model": self.model,
-            "messages": messages,
+            "messages": list(messages),
             "stream": True,
             "stream_options": {"include_usage": True},
         }
+        if tools:
+            body["tools"] = list(tools)
         if self.max_tokens is not None:
             body["max_tokens"] = self.max_tokens
         if self.temperature is not None:
@@ -296,7 +446,7 @@ class ChatCompletionsBackend:
         if cancel.is_set():
             raise TurnCancelled
         try:
-            return self._on_request_thread(self.prompt(turn), cancel, draft)
+            return self._tool_loop(turn, tools, cancel, draft)
         except (TurnCancelled, ReplyFailed):
             raise
         except Exception as error:
@@ -304,18 +454,56 @@ class ChatCompletionsBackend:
                 error, connect_timeout=self.connect_timeout, idle_timeout=self.idle_timeout
             ) from error
 
-    def _on_request_thread(
-        self, messages: list[ChatCompletionMessageParam], cancel: threading.Event, draft: Draft
+    def _tool_loop(
+        self, turn: Turn, tools: TurnTools, cancel: threading.Event, draft: Draft
     ) -> Reply:
+        """SPEC §7.2: ask the model; while it answers with tool calls, make each one (a step of
+        the turn) and ask again with the results, at most `max_steps` rounds; its first answer
+        without a call is the reply. A retried turn starts after the calls it made already."""
+        toolbox = tools.toolbox
+        offered = toolbox.definitions()
+        messages: list[ChatCompletionMessageParam | dict[str, Any]] = [
+            *self.prompt(turn),
+            *replayed_calls(turn.done),
+        ]
+        round = max((done.round for done in turn.done), default=0) + 1
+        so_far = TurnSoFar(started=time.monotonic())
+        while True:
+            answer = self._on_request_thread(
+                self.request_body(messages, offered), so_far.started, cancel, draft
+            )
+            so_far.add(answer)
+            calls = answer.tool_calls(round)
+            if not calls:
+                return so_far.reply(answer)
+            if round > toolbox.max_steps:
+                raise ReplyFailed(
+                    f"The assistant went on calling tools past its limit of {toolbox.max_steps} "
+                    "rounds, so this turn was ended.",
+                    transient=False,
+                )
+            messages.append(calls_message(answer.text, calls))
+            for call in calls:
+                if cancel.is_set():
+                    raise TurnCancelled
+                called = tools.call(call)
+                messages.append(
+                    {"role": "tool", "tool_call_id": call.call_id, "content": called.content}
+                )
+            round += 1
+
+    def _on_request_thread(
+        self, body: dict[str, Any], started: float, cancel: threading.Event, draft: Draft
+    ) -> ReplySoFar:
         """The request runs on its own event loop in a thread of its own, and the drafts come
         back to the calling thread: `draft` stores them through the database, which Django
         refuses to do from inside an event loop."""
         texts: queue.SimpleQueue[str | None] = queue.SimpleQueue()
-        outcome: list[Reply | BaseException] = []
+        outcome: list[ReplySoFar | BaseException] = []
 
         def request() -> None:
             try:
-                outcome.append(asyncio.run(self._reply(messages, cancel, texts.put)))
+                outcome.append(asyncio.run(self._reply(body, started, cancel, texts.put)))
             except BaseException as error:  # handed to the calling thread as it is
                 outcome.append(error)
             finally:
@@ -339,11 +527,11 @@ class ChatCompletionsBackend:
         return result
 
     async def _reply(
-        self, messages: list[ChatCompletionMessageParam], cancel: threading.Event, draft: Draft
-    ) -> Reply:
+        self, body: dict[str, Any], started: float, cancel: threading.Event, draft: Draft
+    ) -> ReplySoFar:
         """Run the request as a task and cancel it (closing the connection) once `cancel` is
         set."""
-        request = asyncio.ensure_future(self._stream(messages, cancel, draft))
+        request = asyncio.ensure_future(self._stream(body, started, cancel, draft))
         while not request.done():
             await asyncio.wait({request}, timeout=CANCEL_POLL)
             if cancel.is_set() and not request.done():
@@ -355,21 +543,23 @@ class ChatCompletionsBackend:
         return request.result()
 
     async def _stream(
-        self, messages: list[ChatCompletionMessageParam], cancel: threading.Event, draft: Draft
-    ) -> Reply:
+        self, body: dict[str, Any], started: float, cancel: threading.Event, draft: Draft
+    ) -> ReplySoFar:
+        """One answer of the model, streamed (or whole, from a server that does not stream),
+        its text shown as drafts as it grows."""
         # The read timeout is per read, so it is the idle timeout between chunks.
         timeout = httpx2.Timeout(
             self.idle_timeout, connect=self.connect_timeout, pool=self.connect_timeout
         )
         async with self._client(timeout) as client:
-            reply = ReplySoFar(started=time.monotonic())
+            reply = ReplySoFar(started=started)
             # Posted as built: `client.chat.completions.create` first walks the body against
             # its TypedDicts (`openai._utils._transform`), which for a body of plain strings
             # changes nothing and took a quarter of a busy runner's CPU, with the GIL held
             # while the thread holding its business's stream lock waited for it.
             stream = await client.post(
                 "/chat/completions",
-                body=self.request_body(messages),
+                body=body,
                 cast_to=ChatCompletion,
                 options={"security": {"bearer_auth": True}},
                 stream=True,
@@ -379,7 +569,7 @@ class ChatCompletionsBackend:
                 if "json" in stream.response.headers.get("content-type", ""):
                     # A server that does not stream answered with the whole completion.
                     read_completion(await stream.response.aread(), reply)
-                    return reply.reply()
+                    return reply
                 async for chunk in stream:
                     if cancel.is_set():
                         raise TurnCancelled
@@ -392,4 +582,4 @@ class ChatCompletionsBackend:
                     "The model server's stream ended before the reply was finished.",
                     transient=True,
                 )
-            return reply.reply()
+            return reply

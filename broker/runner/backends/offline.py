@@ -10,12 +10,15 @@ Console shows drafts with no model server. The reply itself does not depend on t
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 
-from broker.refusals import Refusal
+from broker.models import StepOutcome
 from broker.runner.backends.base import Draft, Reply, TurnCancelled, TurnTools
 from broker.runner.turns import TESTER_LINE, Entry, Turn
+from broker.steps import ToolCall
+from broker.tools import CREATE_TASK
 
 GREETINGS = frozenset({"hi", "hello", "hey", "hallo", "good morning", "good afternoon"})
 HELP_WORDS = frozenset({"help", "/help", "help?", "what can you do", "what can you do?"})
@@ -96,16 +99,27 @@ class OfflineBackend:
         return self.acknowledgement(turn, text)
 
     def task(self, turn: Turn, title: str, tools: TurnTools) -> str:
+        """A `create_task` call, a step of the turn like a model's (SPEC §7.2). Its call id is
+        the turn's own, so a retried turn makes it once."""
         if not title:
             return "A task needs a title: write “task: what to do”."
-        try:
-            task_id = tools.create_task(title)
-        except Refusal as refusal:
-            if turn.is_tester:
-                # R15: a tester turn wrote no `human.input`, so no task can cite it.
-                return f"No task was created. {TESTER_LINE}"
-            return f"I could not create that task: {refusal.detail}"
-        return f"Created task #{task_id}: {quote(title)}. It cites your request in this thread."
+        call = ToolCall(
+            call_id=f"offline-task-{turn.message_id}",
+            round=1,
+            name=CREATE_TASK,
+            arguments=json.dumps({"title": title}, ensure_ascii=False),
+        )
+        called = tools.call(call)
+        result = json.loads(called.content)
+        if called.outcome == StepOutcome.OK:
+            return (
+                f"Created task #{result['task']}: {quote(title)}. "
+                "It cites your request in this thread."
+            )
+        if turn.is_tester:
+            # R15: a tester turn wrote no `human.input`, so no task can cite it.
+            return f"No task was created. {TESTER_LINE}"
+        return f"I could not create that task: {result.get('detail', called.outcome)}"
 
     def help(self, turn: Turn) -> str:
         return "\n".join(

@@ -21,8 +21,7 @@ from typing import Any
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from broker import refusals
-from broker.refusals import Refusal
+from broker.policy import RoleLists
 from broker.runner.backends import (
     Reply,
     ReplyFailed,
@@ -31,10 +30,13 @@ from broker.runner.backends import (
     chat_completions,
     no_drafts,
 )
+from broker.runner.backends.base import CallResult
 from broker.runner.backends.chat_completions import ChatCompletionsBackend
 from broker.runner.backends.failures import MESSAGE_LIMIT, retry_after_seconds
 from broker.runner.backends.offline import OfflineBackend
 from broker.runner.turns import TESTER_LINE, Entry, Turn
+from broker.steps import ToolCall
+from broker.tools import Toolbox, offered_tools
 from tests.model_servers import FakeModel
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -44,16 +46,28 @@ TESTER_LINE_IN_SPEC = "This message is from a tester running a product test; it 
 
 @dataclass
 class Tools:
-    """Records task requests; refuses, as the broker does, when the turn has no request (R15)."""
+    """`TurnTools` that record each call; as the broker does, `create_task` is refused when the
+    turn has no request (R15), and every other call is made."""
 
     request_id: int | None
+    toolbox: Toolbox = field(
+        default_factory=lambda: offered_tools(
+            RoleLists.of(receive_from=["human"], send_to=["human", "reviewer"])
+        )
+    )
+    calls: list[ToolCall] = field(default_factory=list)
     titles: list[str] = field(default_factory=list)
 
-    def create_task(self, title: str) -> int:
-        if self.request_id is None:
-            raise Refusal(refusals.INVALID, "no human request")
-        self.titles.append(title)
-        return 41 + len(self.titles)
+    def call(self, call: ToolCall) -> CallResult:
+        self.calls.append(call)
+        if call.name == "create_task" and self.request_id is None:
+            refused = {"outcome": "refused", "error": "invalid", "detail": "no human request"}
+            return CallResult(outcome="refused", content=json.dumps(refused))
+        if call.name == "create_task":
+            self.titles.append(json.loads(call.arguments)["title"])
+            made = {"outcome": "ok", "task": 41 + len(self.titles)}
+            return CallResult(outcome="ok", content=json.dumps(made))
+        return CallResult(outcome="ok", content=json.dumps({"outcome": "ok"}))
 
 
 def make_turn(body: str, *earlier: str, tester: bool = False, replies: bool = True) -> Turn:

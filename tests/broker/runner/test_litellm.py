@@ -9,6 +9,7 @@ LiteLLM that cannot start fails these tests; nothing here is skipped.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 
@@ -18,6 +19,7 @@ from broker.runner.backends import Reply, ReplyFailed, TurnCancelled, no_drafts
 from broker.runner.backends.chat_completions import ChatCompletionsBackend
 from tests.broker.runner.test_backends import Tools, make_turn
 from tests.model_servers import (
+    ACTING_REPLY,
     COOLDOWN,
     MOCK_REPLY,
     SLOW_CHUNK_DELAY,
@@ -186,3 +188,19 @@ def test_litellm_stream_broken_mid_reply_is_transient(litellm: LiteLLMPeer) -> N
     assert failed.transient
     assert failed.sentence.startswith("The model server reported an error mid-reply: ")
     assert drafts == ["Hel"]
+
+
+# --- tools (SPEC §7.2) -----------------------------------------------------------------------
+
+
+def test_litellm_relays_a_tool_call_and_its_result_and_the_answer(litellm: LiteLLMPeer) -> None:
+    """SPEC §7.2: a model behind the proxy asks for a call; the proxy's stream of it is read,
+    the call made, its result sent back through the proxy, and the model's words are the reply."""
+    tools = Tools(55)
+    reply = backend(litellm, "acting-upstream").reply(
+        make_turn("book it"), tools=tools, cancel=threading.Event(), draft=no_drafts
+    )
+    assert reply.text == ACTING_REPLY
+    assert tools.titles == ["relayed"]
+    told = [m for m in litellm.acting.requests[-1]["messages"] if m["role"] == "tool"]
+    assert [json.loads(m["content"])["task"] for m in told] == [42]

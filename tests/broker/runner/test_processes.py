@@ -27,7 +27,7 @@ from django.db import connection, transaction
 
 from broker import actions
 from broker.actors import Actor
-from broker.models import Business, Message, RoleDefinition, ThreadClaim
+from broker.models import Business, Message, RoleDefinition, Step, Task, ThreadClaim
 from broker.runner.backends.chat_completions import ChatCompletionsBackend
 from tests.broker import factories
 from tests.broker.runner.conftest import LEASE, wait_for
@@ -213,6 +213,48 @@ def test_runassistant_killed_mid_turn_reply_lands_once_from_another_runner_after
     assert [r.in_reply_to_id for r in results()] == [turn.pk]
     assert len(fake_model.requests) == 2
     print(f"crash: reply landed {picked_up_after:.2f}s after SIGKILL (lease {LEASE}s)")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_runassistant_killed_between_a_call_and_the_answer_makes_the_call_once(
+    human: Actor, runner_process, start_runner, fake_model
+) -> None:
+    """SPEC §7.2: a runner process killed (SIGKILL) after the model's tool call ran and before
+    the model answered: the turn is taken up again, is shown the call and its result, makes no
+    call of its own, and answers; one task, one step."""
+    requests_with_results = []
+
+    def script(body: dict) -> list[dict[str, str]]:
+        if not any(message["role"] == "tool" for message in body["messages"]):
+            return [{"id": "call_book", "name": "create_task", "arguments": '{"title": "book"}'}]
+        requests_with_results.append(body)
+        # The first runner's answer after the call never finishes; the next one's does.
+        fake_model.hold_after = 1 if len(requests_with_results) == 1 else None
+        return []
+
+    fake_model.tool_calls = script
+    fake_model.content = "Booked."
+    fake_model.models = ["m"]
+    thread = factories.thread(human, factories.project(human), "work")
+    turn = actions.send_to_thread(human, thread_id=thread.pk, body="book it").message
+    doomed = runner_process(
+        MOSAIC_ASSISTANT_BACKEND="openai",
+        MOSAIC_ASSISTANT_BASE_URL=fake_model.url,
+        MOSAIC_ASSISTANT_MODEL="m",
+    )
+    doomed.wait_ready()
+    assert fake_model.holding.wait(20), doomed.output()
+    assert Step.objects.filter(turn=turn, outcome="ok").count() == 1
+    doomed.popen.send_signal(signal.SIGKILL)
+    doomed.popen.wait(10)
+    start_runner(backend=ChatCompletionsBackend(base_url=fake_model.url, model="m"))
+    reply = wait_for(lambda: Message.objects.filter(in_reply_to=turn).first(), timeout=10 * LEASE)
+    assert reply.body == "Booked."
+    assert Task.objects.count() == 1 and Step.objects.count() == 1
+    replayed = requests_with_results[-1]["messages"]
+    assert [m["role"] for m in replayed[-2:]] == ["assistant", "tool"]
+    assert replayed[-2]["tool_calls"][0]["id"] == "call_book"
+    assert len(fake_model.requests) == 3
 
 
 @pytest.mark.postgres

@@ -1,0 +1,195 @@
+"""A run's tool calls, each a step of the turn it answers (SPEC §7.2).
+
+A call runs through the broker's own verb as the run that holds the claim (`actions`), so every
+rule applies as it does anywhere else and lives in one place. The step is stored in the same
+transaction as what the call did: a call is executed at most once per (turn, call id), and a
+turn retried after a crash finds its earlier calls stored and is told their results instead of
+running them again. What the call did, refused or got wrong is the step's outcome, never an
+exception: the model is told and goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from broker import actions, refusals, replies, tools
+from broker.access import access_claim, verb
+from broker.actors import Actor, ActorKind
+from broker.models import (
+    HUMAN,
+    TESTER,
+    Message,
+    ReplyState,
+    Step,
+    StepOutcome,
+    ThreadClaim,
+    TrailKind,
+    TurnProgress,
+)
+from broker.refusals import Refusal
+from broker.tools import BadCall, Toolbox
+
+logger = logging.getLogger("mosaic.runner")
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A call as the model asked for it: its id, the round (the turn's model request) that
+    asked, the tool's name and the arguments' JSON text."""
+
+    call_id: str
+    round: int
+    name: str
+    arguments: str
+
+
+def _working_turn(claim: ThreadClaim, turn_id: int) -> Message:
+    """The claim's thread's turn the run is answering now; else `invalid`."""
+    turn = (
+        Message.objects.filter(
+            pk=turn_id, thread_id=claim.thread_id, progress__state=ReplyState.WORKING
+        )
+        .select_related("progress")
+        .first()
+    )
+    if turn is None:
+        raise Refusal(refusals.INVALID, "No turn of this thread is being answered by that id.")
+    return turn
+
+
+@verb("step.begin", ActorKind.RUN)
+def begin_step(actor: Actor, *, claim_id: int, turn_id: int, call: ToolCall) -> Step | None:
+    """The run is about to make `call` in its working turn: shown live on the thread's sockets
+    (never a record). Returns the step when this call was made already (a retried turn), whose
+    result stands; None when it is to be made now."""
+    with transaction.atomic():
+        claim = access_claim(actor, claim_id=claim_id)
+        turn = _working_turn(claim, turn_id)
+        done = Step.objects.filter(turn=turn, call_id=call.call_id).first()
+        if done is not None:
+            return done
+        calling = {
+            "call_id": call.call_id,
+            "round": call.round,
+            "tool": call.name,
+            "arguments": tools.stored_arguments(call.arguments),
+            "started_at": timezone.now().isoformat(),
+        }
+        TurnProgress.objects.filter(message=turn).update(calling=calling)
+        replies.nudge_turn(claim.thread_id, turn.pk)
+        return None
+
+
+@verb("step.call", ActorKind.RUN)
+def call_tool(
+    actor: Actor, *, claim_id: int, turn_id: int, call: ToolCall, toolbox: Toolbox
+) -> Step:
+    """Make `call` as the run, through the broker verb its tool names, and store it as a step
+    of the working turn with its outcome, in one transaction; a call made already is not made
+    again (its step is returned). Refuses only what ends the run (`claim-ended`)."""
+    started_at = timezone.now()
+    with actions.appending(actor.business_id):
+        claim = access_claim(actor, claim_id=claim_id)
+        turn = _working_turn(claim, turn_id)
+        done = Step.objects.filter(turn=turn, call_id=call.call_id).first()
+        if done is not None:
+            return done
+        progress = turn.progress
+        if progress.calling and progress.calling.get("call_id") == call.call_id:
+            started_at = datetime.fromisoformat(progress.calling["started_at"])
+        outcome, code, result = _outcome(actor, claim=claim, turn=turn, call=call, toolbox=toolbox)
+        step = Step.objects.create(
+            business_id=actor.business_id,
+            thread_id=claim.thread_id,
+            turn=turn,
+            claim=claim,
+            run=actor.run,
+            call_id=call.call_id[:100],
+            round=call.round,
+            tool=call.name[:64],
+            arguments=tools.stored_arguments(call.arguments),
+            outcome=outcome,
+            code=code,
+            result=tools.bounded(result),
+            started_at=started_at,
+            ended_at=timezone.now(),
+        )
+        TurnProgress.objects.filter(message=turn).update(steps=F("steps") + 1, calling=None)
+        actions.do_record_trail(
+            business_id=actor.business_id,
+            thread=claim.thread,
+            message=turn,
+            from_role=actor.role,
+            from_run=actor.run,
+            to_role=TESTER if claim.thread.owner == TESTER else HUMAN,
+            actor=actor,
+            text=summary(step),
+            kind=TrailKind.STEP,
+        )
+        replies.nudge_turn(claim.thread_id, turn.pk)
+        return step
+
+
+def _outcome(
+    actor: Actor, *, claim: ThreadClaim, turn: Message, call: ToolCall, toolbox: Toolbox
+) -> tuple[StepOutcome, str, dict[str, Any]]:
+    """Run the call's verb in a savepoint (a refusal stores nothing of it): the outcome, its
+    code, and the result the model is told."""
+    try:
+        tool, arguments = tools.checked_arguments(toolbox, call.name, call.arguments)
+    except BadCall as bad:
+        return StepOutcome.ERROR, bad.code, {"error": bad.code, "detail": bad.detail}
+    try:
+        with transaction.atomic():
+            result = _run(actor, claim=claim, turn=turn, tool=tool.name, arguments=arguments)
+    except Refusal as refusal:
+        if refusal.code == refusals.CLAIM_ENDED:
+            raise
+        return StepOutcome.REFUSED, refusal.code, {"error": refusal.code, "detail": refusal.detail}
+    return StepOutcome.OK, "", result
+
+
+def _run(
+    actor: Actor, *, claim: ThreadClaim, turn: Message, tool: str, arguments: dict[str, Any]
+) -> dict[str, Any]:
+    """The broker verb behind `tool`, called as the run with the claim it holds."""
+    if tool == tools.CREATE_TASK:
+        task = actions.create_task(
+            actor, claim_id=claim.pk, request_id=turn.request_id, title=arguments["title"]
+        )
+        return {"task": task.pk, "title": task.title}
+    if tool == tools.SEND_MESSAGE:
+        message = actions.send_message(
+            actor, to=arguments["to"], body=arguments["body"], claim_id=claim.pk
+        )
+        return {"message": message.pk, "to": message.to_role}
+    if tool == tools.ASK_HUMAN:
+        decision = actions.create_decision(actor, claim_id=claim.pk, body=arguments["question"])
+        return {"decision": decision.pk}
+    raise BadCall(tools.UNKNOWN_TOOL, f"There is no tool named {tool!r}.")
+
+
+def summary(step: Step) -> str:
+    """The step on one line, for the trail and admin: `create_task(title="…") ok: task #12`."""
+    shown = json.dumps(step.arguments, ensure_ascii=False)
+    if len(shown) > 120:
+        shown = shown[:119] + "…"
+    result = step.result if isinstance(step.result, dict) else {}
+    if step.outcome == StepOutcome.OK:
+        what = ", ".join(f"{key} {value}" for key, value in result.items())
+    else:
+        what = f"{step.code}: {result.get('detail', '')}"
+    return f"{step.tool} {shown} {step.outcome}, {what}"
+
+
+def model_result(step: Step) -> str:
+    """What the model is told of a step: its outcome and result, as JSON text."""
+    return json.dumps({"outcome": step.outcome, **step.result}, ensure_ascii=False)
