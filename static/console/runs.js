@@ -1,7 +1,8 @@
 // Test runs, on the tester's Console only: the stored history of conversation-test runs
 // (`GET /api/suite-runs`, newest first, paged with `before`) and one run's cases
-// (`GET /api/suite-runs/ID`) with their verdicts, k/N, change against the baseline, failures
-// and threads. The human listener has none of these routes; its page has no such view and never
+// (`GET /api/suite-runs/ID`) with their verdicts, k/N, change against the baseline, failures,
+// threads and, when the stored record has them, each turn's steps (the tool calls the assistant
+// made answering it). The human listener has none of these routes; its page has no such view and never
 // asks for them (`hasTestRuns`).
 //
 // Everything a run or a case carries is shown as text (`textContent`): names, expected and
@@ -166,6 +167,62 @@ function failuresOf(failures) {
   return [list, more];
 }
 
+// A step as the stored record keeps it: `create_task(title="…") refused (invalid)`. Arguments
+// too long for the record are kept as their JSON text, cut, and shown as that text.
+function stepText(step) {
+  const args = step.arguments;
+  let told = "";
+  if (typeof args === "string") told = args;
+  else if (args !== null && typeof args === "object" && !Array.isArray(args)) {
+    told = Object.entries(args)
+      .map(([name, value]) => `${name}=${JSON.stringify(value)}`)
+      .join(", ");
+  } else if (args !== null && args !== undefined) told = JSON.stringify(args);
+  const code = step.code ? ` (${step.code})` : "";
+  return `${step.tool}(${told}) ${step.outcome ?? "running"}${code}`;
+}
+
+// The turns of a case's repeats that made steps; a record stored before steps were kept has none.
+function turnsWithSteps(found) {
+  const turns = [];
+  for (const attempt of found.attempts ?? []) {
+    for (const turn of attempt.turns ?? []) {
+      if (turn.steps?.length) turns.push({ repeat: attempt.repeat, turn });
+    }
+  }
+  return turns;
+}
+
+function stepsTurnItem({ repeat, turn }) {
+  const item = element("li", "steps-turn");
+  item.append(element("p", "steps-where", `Repeat ${repeat} · turn ${turn.turn}`));
+  const steps = element("ol", "steps");
+  for (const step of turn.steps) {
+    const line = element("li", "step", stepText(step));
+    line.dir = "auto";
+    line.dataset.outcome = step.outcome ?? "running";
+    steps.append(line);
+  }
+  item.append(steps);
+  return item;
+}
+
+// Under a disclosure drawn when opened, as the failures beyond the first are: a case of many
+// repeats stays a page of bounded size.
+function stepsOf(turns) {
+  const count = turns.reduce((sum, { turn }) => sum + turn.steps.length, 0);
+  const disclosure = element("details", "case-steps");
+  disclosure.append(element("summary", "", `Steps: ${plural(count, "call")} in ${plural(turns.length, "turn")}`));
+  disclosure.addEventListener("toggle", () => {
+    if (disclosure.open && !disclosure.querySelector("ol")) {
+      const list = element("ol", "steps-turns");
+      list.append(...turns.map(stepsTurnItem));
+      disclosure.append(list);
+    }
+  });
+  return disclosure;
+}
+
 function caseItem(found, compared) {
   const item = element("li", "case");
   item.dataset.verdict = found.verdict;
@@ -199,6 +256,8 @@ function caseItem(found, compared) {
   item.append(head);
   if (meta.childNodes.length) item.append(meta);
   if (found.failures.length) item.append(...failuresOf(found.failures));
+  const turns = turnsWithSteps(found);
+  if (turns.length) item.append(stepsOf(turns));
   return item;
 }
 

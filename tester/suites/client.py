@@ -24,6 +24,8 @@ from websockets.exceptions import WebSocketException
 from websockets.sync.client import ClientConnection, connect
 from websockets.typing import Origin
 
+from .steps import Step, steps_of
+
 # A turn's reply states after which no reply will come (SPEC §7.1).
 ENDED_STATES = frozenset({"stopped", "failed"})
 REQUEST_SECONDS = 30.0
@@ -45,12 +47,14 @@ class ListenerError(Exception):
 class Reply:
     """The RESULT that answers a turn (R12), and when it came: `seconds` after the send the
     whole reply, `first_token_seconds` after it the first draft (SPEC §7.1), or the reply
-    itself when it came whole."""
+    itself when it came whole; and the turn's `steps`, the tool calls made answering it
+    (SPEC §7.2), as the read that found the reply gave them."""
 
     body: str
     message: dict[str, Any]
     seconds: float = 0.0
     first_token_seconds: float = 0.0
+    steps: tuple[Step, ...] = ()
 
     @property
     def usage(self) -> dict[str, Any] | None:
@@ -83,6 +87,11 @@ class Outcome:
     @property
     def timed_out(self) -> bool:
         return self.reply is None and self.state not in ENDED_STATES
+
+    @property
+    def steps(self) -> tuple[Step, ...]:
+        """The turn's steps when the wait ended, reply or none."""
+        return self.reply.steps if self.reply is not None else steps_of(self.turn)
 
 
 def utc_stamp() -> str:
@@ -319,11 +328,14 @@ class ConversationThread:
                 elif message["class"] == "RESULT" and message["in_reply_to"] == turn_id:
                     arrived = self._reply_heard.get(turn_id, time.monotonic())
                     first = min(self._first_draft.get(turn_id, arrived), arrived)
+                    # The turn precedes its reply in the same read (id order), and its steps
+                    # all ended before the reply was written: `turn` holds every one.
                     reply = Reply(
                         body=str(message["body"]),
                         message=message,
                         seconds=arrived - started,
                         first_token_seconds=first - started,
+                        steps=steps_of(turn),
                     )
                     return Outcome(turn, reply, "answered", None, reply.seconds)
             if state in ENDED_STATES:

@@ -6,27 +6,14 @@ judge that cannot be asked, or answers something that is not a verdict, raises `
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
-
-import jsonschema
 
 from .client import Outcome, Reply, describe_no_reply
 from .files import ConversationExpect, Expect
 from .judge import Judge, Transcript, Vote
-
-_FENCE = re.compile(r"```[^\n`]*\n(.*?)```", re.DOTALL)
-
-
-@dataclass(frozen=True)
-class Failure:
-    """The first expectation a turn did not meet: what was expected and what came."""
-
-    expected: str
-    actual: str
+from .matchers import Failure, json_failure, text_failure
+from .trajectories import steps_failure
 
 
 @dataclass(frozen=True)
@@ -36,26 +23,6 @@ class Checked:
 
     failure: Failure | None
     votes: tuple[Vote, ...] = field(default=())
-
-
-class NoJson(ValueError):
-    """Neither the reply nor its only fenced code block is JSON."""
-
-
-def json_of(body: str) -> Any:
-    """The JSON the reply holds: the whole reply, or its only fenced code block."""
-    try:
-        return json.loads(body)
-    except json.JSONDecodeError as whole:
-        blocks = _FENCE.findall(body)
-        if len(blocks) != 1:
-            raise NoJson(
-                f"not JSON ({whole.msg}), and {len(blocks)} fenced code blocks, not one"
-            ) from None
-        try:
-            return json.loads(blocks[0])
-        except json.JSONDecodeError as fenced:
-            raise NoJson(f"its fenced code block is not JSON ({fenced.msg})") from None
 
 
 def check_turn(
@@ -96,44 +63,12 @@ def check_turn(
 
 def first_failure(expect: Expect, reply: Reply) -> Failure | None:
     """The first expectation short of the judge that `reply` misses, or None."""
-    body = reply.body
-    for text in expect.contains:
-        if text not in body:
-            return Failure(f"the reply contains {text!r}", body)
-    for text in expect.not_contains:
-        if text in body:
-            return Failure(f"the reply does not contain {text!r}", body)
-    folded = body.casefold()
-    for text in expect.icontains:
-        if text.casefold() not in folded:
-            return Failure(f"the reply contains {text!r}, in any case", body)
-    if expect.equals is not None and body.strip() != expect.equals.strip():
-        return Failure(f"the reply is {expect.equals.strip()!r}", body)
-    if expect.matches is not None and expect.matches.search(body) is None:
-        return Failure(f"the reply matches {expect.matches.pattern!r}", body)
-    if expect.not_matches is not None and expect.not_matches.search(body) is not None:
-        return Failure(f"the reply does not match {expect.not_matches.pattern!r}", body)
-    failure = json_failure(expect, body)
-    if failure is not None:
-        return failure
-    return recorded_failure(expect, reply)
-
-
-def json_failure(expect: Expect, body: str) -> Failure | None:
-    if not (expect.json or expect.json_schema is not None):
-        return None
-    try:
-        data = json_of(body)
-    except NoJson as error:
-        return Failure("the reply is JSON, or its only fenced code block is", f"{error}: {body}")
-    if expect.json_schema is None:
-        return None
-    validator = jsonschema.validators.validator_for(expect.json_schema)(expect.json_schema)
-    invalid = jsonschema.exceptions.best_match(validator.iter_errors(data))
-    if invalid is None:
-        return None
-    where = "/".join(str(part) for part in invalid.absolute_path) or "the top"
-    return Failure("the reply's JSON matches its json_schema", f"at {where}: {invalid.message}")
+    return (
+        text_failure(expect, reply.body)
+        or json_failure(expect, reply.body)
+        or recorded_failure(expect, reply)
+        or steps_failure(expect, reply.steps)
+    )
 
 
 def recorded_failure(expect: Expect, reply: Reply) -> Failure | None:

@@ -19,6 +19,7 @@ from typing import Any, TypeGuard
 import jsonschema
 
 from .judge import BASE_URL_VARIABLE, MODEL_VARIABLE, JudgeConfig
+from .steps import OUTCOMES
 
 SUITE_SUFFIX = ".suite.toml"
 DEFAULT_WITHIN = 30.0
@@ -31,6 +32,11 @@ PROJECT_MAX = 200
 REPEAT_MAX = 100
 VOTES_MAX = 15
 SIMULATED_TURNS_MAX = 50
+# The most steps `max_steps` may allow: far beyond the rounds a turn may take (SPEC §7.2).
+STEPS_MAX = 1000
+# How a turn's calls are compared with `tools` (LangSmith agentevals' trajectory match modes);
+# the first is the default.
+TOOLS_ORDERS = ("subset", "superset", "unordered", "strict")
 # An instance's name: an address on the bus (docs/business-file.md).
 _INSTANCE = re.compile(r"[A-Za-z0-9_-]{1,100}")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -60,8 +66,16 @@ _EXPECT_KEYS = frozenset(
         "judge",
         "within",
         "reply",
+        "tools",
+        "tools_order",
+        "no_tools",
+        "max_steps",
     }
 )
+_TOOL_CALL_KEYS = frozenset({"name", "args", "outcome"})
+# The matchers an argument of a call takes: the reply's, over the argument's text.
+_ARGUMENT_KEYS = frozenset({*_TEXT_KEYS, "json_schema"})
+_LIST_KEYS = frozenset({"contains", "not_contains", "icontains"})
 
 # A key path inside the document: table keys and array indexes, as `tomllib` gives them.
 KeyPath = tuple[str | int, ...]
@@ -75,6 +89,35 @@ class SuiteFileRefused(Exception):
         self.file = file
         self.line = line
         self.reason = reason
+
+
+@dataclass(frozen=True)
+class ArgumentExpect:
+    """What one argument of an expected call must hold: `expect`'s text matchers over the
+    argument's text (a value that is no text: its JSON), its `json_schema` over its value."""
+
+    name: str
+    expect: Expect
+    # As the file wrote it, for a failure to name: `title icontains "photographer"`.
+    shown: str
+
+
+@dataclass(frozen=True)
+class ExpectedCall:
+    """One call `tools` expects: the tool, what its named arguments hold (others are free),
+    and its outcome (None: any)."""
+
+    name: str
+    args: tuple[ArgumentExpect, ...] = ()
+    outcome: str | None = None
+
+    def __str__(self) -> str:
+        told = self.name
+        if self.args:
+            told += f"({', '.join(argument.shown for argument in self.args)})"
+        if self.outcome is not None:
+            told += f" with outcome {self.outcome}"
+        return told
 
 
 @dataclass(frozen=True)
@@ -99,6 +142,12 @@ class Expect:
     judge: str | None = None
     within: float = DEFAULT_WITHIN
     reply: bool = True
+    # The turn's steps: the calls expected (None: not checked), compared as `tools_order`
+    # says; tools never called (`True`: no call at all); at most `max_steps` steps.
+    tools: tuple[ExpectedCall, ...] | None = None
+    tools_order: str = TOOLS_ORDERS[0]
+    no_tools: bool | tuple[str, ...] = False
+    max_steps: int | None = None
 
 
 @dataclass(frozen=True)
@@ -430,7 +479,97 @@ class _Reader:
             judge=self.rubric(table, (*where, "judge")),
             within=DEFAULT_WITHIN if within is None else within,
             reply=reply,
+            **self.steps(table, where),
         )
+
+    def steps(self, table: Mapping[str, Any], where: KeyPath) -> dict[str, Any]:
+        """`tools`, `tools_order`, `no_tools` and `max_steps`, as `Expect`'s fields."""
+        tools = self.tools(table, (*where, "tools"))
+        order = table.get("tools_order", TOOLS_ORDERS[0])
+        if order not in TOOLS_ORDERS:
+            raise self.refuse(
+                (*where, "tools_order"), f"tools_order must be one of {', '.join(TOOLS_ORDERS)}"
+            )
+        if "tools_order" in table and tools is None:
+            raise self.refuse((*where, "tools_order"), "tools_order orders tools, which is absent")
+        no_tools = table.get("no_tools", False)
+        if not (
+            isinstance(no_tools, bool)
+            or (isinstance(no_tools, list) and all(_is_text(name) for name in no_tools))
+        ):
+            raise self.refuse(
+                (*where, "no_tools"), "no_tools must be true, or a list of tools' names"
+            )
+        expected = {call.name for call in tools or ()}
+        if no_tools is True and expected:
+            raise self.refuse((*where, "no_tools"), "no_tools = true contradicts tools")
+        both = sorted(expected.intersection(no_tools if isinstance(no_tools, list) else ()))
+        if both:
+            raise self.refuse((*where, "no_tools"), f"{both[0]} is both in tools and in no_tools")
+        max_steps = table.get("max_steps")
+        if max_steps is not None and (not _is_int(max_steps) or not 0 <= max_steps <= STEPS_MAX):
+            raise self.refuse(
+                (*where, "max_steps"), f"max_steps must be a whole number, 0 to {STEPS_MAX}"
+            )
+        return {
+            "tools": tools,
+            "tools_order": order,
+            "no_tools": tuple(no_tools) if isinstance(no_tools, list) else no_tools,
+            "max_steps": max_steps,
+        }
+
+    def tools(self, table: Mapping[str, Any], where: KeyPath) -> tuple[ExpectedCall, ...] | None:
+        value = table.get("tools")
+        if value is None:
+            return None
+        if not isinstance(value, list) or not all(isinstance(entry, dict) for entry in value):
+            raise self.refuse(
+                where,
+                'tools must be a list of calls, each a table: { name = "…", args = { … }, '
+                'outcome = "…" }',
+            )
+        return tuple(self.tool_call(entry, (*where, i)) for i, entry in enumerate(value))
+
+    def tool_call(self, table: Mapping[str, Any], where: KeyPath) -> ExpectedCall:
+        self.only(table, _TOOL_CALL_KEYS, where, "a tools entry")
+        name = table.get("name")
+        if not _is_text(name):
+            raise self.refuse((*where, "name"), 'a tools entry needs name, the tool\'s name ("…")')
+        args = table.get("args", {})
+        if not isinstance(args, dict):
+            raise self.refuse(
+                (*where, "args"),
+                "args must be a table of the call's arguments, each with its matchers: "
+                '{ title = { icontains = "…" } }',
+            )
+        outcome = table.get("outcome")
+        if outcome is not None and outcome not in OUTCOMES:
+            raise self.refuse((*where, "outcome"), f"outcome must be one of {', '.join(OUTCOMES)}")
+        return ExpectedCall(
+            name=name,
+            args=tuple(self.argument(args, (*where, "args", key)) for key in args),
+            outcome=outcome,
+        )
+
+    def argument(self, args: Mapping[str, Any], where: KeyPath) -> ArgumentExpect:
+        name = str(where[-1])
+        value = args[name]
+        if not isinstance(value, dict) or not value:
+            raise self.refuse(
+                where,
+                f'argument {name!r} needs a table of matchers: {{ icontains = "…" }}; it takes '
+                f"{', '.join(sorted(_ARGUMENT_KEYS))}",
+            )
+        self.only(value, _ARGUMENT_KEYS, where, f"argument {name!r}'s matchers")
+        # An argument is one value: one text is what a contains-matcher is mostly given.
+        read = {
+            key: [given] if key in _LIST_KEYS and isinstance(given, str) else given
+            for key, given in value.items()
+        }
+        shown = ", ".join(
+            f"{name} {key} {json.dumps(given, ensure_ascii=False)}" for key, given in value.items()
+        )
+        return ArgumentExpect(name, self.expect(read, where), shown)
 
     def seconds(self, table: Mapping[str, Any], where: KeyPath, limit: float) -> float | None:
         key = str(where[-1])
@@ -535,6 +674,10 @@ NO_JUDGE = (
     f"this asks a judge, and none is configured: add a [judge] table, or set "
     f"{BASE_URL_VARIABLE} and {MODEL_VARIABLE}"
 )
+
+
+def _is_text(value: object) -> TypeGuard[str]:
+    return isinstance(value, str) and bool(value.strip()) and not _CONTROL.search(value)
 
 
 def _is_int(value: object) -> TypeGuard[int]:

@@ -1,7 +1,8 @@
 """`--html PATH`: one self-contained page of a run, readable offline from a file.
 
 Every case on every instance, its verdict, `k/N` and change, and under it each repeat's
-transcript with its timings, tokens, model and the judge's reasons. The page carries its own
+transcript with each turn's steps (the tool calls made answering it), its timings, tokens, model
+and the judge's reasons. The page carries its own
 style and no script, image or font: opening it fetches nothing. Each text is escaped; a reply is
 shown as the text it is, never rendered. Threads link to the tester Console, which is only
 followed when clicked.
@@ -16,6 +17,7 @@ from pathlib import Path
 
 from .reports import instance_matrix, miss, name_of
 from .runner import VERDICTS, Attempt, CaseReport, Plan, Run, TurnRecord
+from .steps import describe_step
 
 STYLE = """
 :root { color-scheme: light dark; --line: #d0d4da; --muted: #5b6470; --pass: #1a7f37;
@@ -40,6 +42,8 @@ details { margin: .5rem 0 .5rem 1rem; }
 .said.user { margin-left: 3rem; }
 .facts { font-size: .85rem; color: var(--muted); }
 .miss { border-left: 3px solid var(--fail); padding-left: .6rem; margin: .4rem 0; }
+.steps { font-size: .85rem; margin: .2rem 0; padding-left: 1.5rem; overflow-wrap: anywhere; }
+.steps .refused, .steps .error { color: var(--fail); }
 """
 
 
@@ -183,6 +187,13 @@ def _attempt(attempt: Attempt, console_url: str | None, *, open_it: bool) -> str
 def _turn(turn: TurnRecord) -> str:
     reply = turn.outcome.reply
     parts = [f'<div class="turn"><div class="said user">{escape(turn.sent)}</div>']
+    if turn.outcome.steps:
+        items = "".join(
+            f'<li class="{escape(step.outcome or "running")}">'
+            f"{escape(describe_step(step, with_result=True))}</li>"
+            for step in turn.outcome.steps
+        )
+        parts.append(f'<ol class="steps" aria-label="steps">{items}</ol>')
     if reply is not None:
         parts.append(f'<div class="said assistant">{escape(reply.body)}</div>')
         usage = reply.usage or {}

@@ -4,6 +4,8 @@ The judge is asked at temperature 0 for nothing but `{"pass": true|false, "reaso
 anything else it answers, and a server that cannot be reached, is a `JudgeError`, which makes
 the case an `error`, never a pass. With `votes` above one it is asked that many times and the
 majority decides; every vote's reason is kept. The same server writes a simulated user's turns.
+The judge reads the tool calls the assistant made (its steps) beside its replies; a simulated
+user reads only the replies, as a person would (`heard`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .steps import Step, describe_steps
+
 # The variables that fill in what a suite file's `[judge]` table leaves out.
 BASE_URL_VARIABLE = "MOSAIC_JUDGE_BASE_URL"
 MODEL_VARIABLE = "MOSAIC_JUDGE_MODEL"
@@ -28,7 +32,9 @@ _FENCED = re.compile(r"^```[A-Za-z0-9_-]*\s*\n?(.*?)\n?```$", re.DOTALL)
 GRADER = (
     "You grade an AI assistant's work in a conversation against a rubric. Answer with only a "
     'JSON object, {"pass": true, "reason": "…"} or {"pass": false, "reason": "…"}, where the '
-    "reason is one sentence saying why. Write nothing else."
+    "reason is one sentence saying why. Write nothing else. Lines headed ASSISTANT'S TOOL "
+    "CALLS list the actions the assistant took while answering and how each ended; the user "
+    "does not see them."
 )
 USER_PLAYER = (
     "You play the user in a conversation with an AI assistant, to test the assistant. Stay in "
@@ -76,12 +82,35 @@ class Verdict:
         return [vote.reason for vote in self.votes]
 
 
-# (speaker, text): `user` for the tester's turns, `assistant` for the replies.
+# (speaker, text): `user` for the tester's turns, `steps` for the tool calls the assistant
+# made answering one, `assistant` for the replies.
 Transcript = Sequence[tuple[str, str]]
+USER = "user"
+STEPS = "steps"
+ASSISTANT = "assistant"
+_HEADINGS = {STEPS: "ASSISTANT'S TOOL CALLS"}
 
 
 def transcript_text(transcript: Transcript) -> str:
-    return "\n\n".join(f"{speaker.upper()}: {text}" for speaker, text in transcript)
+    return "\n\n".join(
+        f"{_HEADINGS.get(speaker, speaker.upper())}: {text}" for speaker, text in transcript
+    )
+
+
+def turn_transcript(sent: str, *, steps: Sequence[Step], reply: str | None) -> Transcript:
+    """One turn as the judge reads it: what was sent, the calls made answering it (each with
+    what it answered), and the reply when one came."""
+    said = [(USER, sent)]
+    if steps:
+        said.append((STEPS, describe_steps(steps, with_result=True)))
+    if reply is not None:
+        said.append((ASSISTANT, reply))
+    return said
+
+
+def heard(transcript: Transcript) -> Transcript:
+    """What a person in the conversation sees of it: the turns and replies, no steps."""
+    return [(speaker, text) for speaker, text in transcript if speaker != STEPS]
 
 
 def parse_vote(content: str) -> Vote:

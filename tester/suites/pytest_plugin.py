@@ -29,7 +29,7 @@ from .files import (
     judge_from_environment,
     load_suite,
 )
-from .judge import Judge
+from .judge import Judge, turn_transcript
 from .reports import miss_lines
 from .runner import ERROR, FAIL, Judges, Plan, plans, run_plan
 
@@ -127,7 +127,8 @@ class CheckFailed(AssertionError):
 @dataclasses.dataclass(frozen=True)
 class CheckedReply(Reply):
     """A reply of `mosaic_tester`: its `body`, `seconds`, `first_token_seconds`, `usage`,
-    `model` and `finish_reason`, and `check(**expect)` with a suite file's `expect` keys."""
+    `model`, `finish_reason` and the turn's `steps`, and `check(**expect)` with a suite file's
+    `expect` keys (`tools`, `tools_order`, `no_tools` and `max_steps` among them)."""
 
     transcript: tuple[tuple[str, str], ...] = ()
 
@@ -164,7 +165,7 @@ class TesterThread:
 
     def send(self, body: str, *, within: float = 30.0) -> CheckedReply:
         reply = self.thread.send(body, within=within)
-        self.transcript += [("user", body), ("assistant", reply.body)]
+        self.transcript += turn_transcript(body, steps=reply.steps, reply=reply.body)
         fields = {field.name: getattr(reply, field.name) for field in dataclasses.fields(reply)}
         return CheckedReply(**fields, transcript=tuple(self.transcript))
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .runner import ERROR, FAIL, FLAKY, PASS, VERDICTS, Attempt, CaseReport, Plan, Run, TurnRecord
+from .steps import Step, describe_steps
 
 SHOWN = 200
 # The longest text of a failure, and of a judge's reason, kept in the stored history; the
@@ -25,6 +26,9 @@ STORED_REASON = 500
 # and how many failed repeats keep their turns when a case is over it.
 STORED_ATTEMPTS = 150_000
 STORED_FULL_MISSES = 10
+# The longest arguments of a step kept in the stored history, as JSON text; longer ones are
+# kept as that text, cut.
+STORED_ARGUMENTS = 500
 LABELS = {PASS: "PASS", FLAKY: "FLAKY", FAIL: "FAIL", ERROR: "ERROR"}
 # The legacy `status` of a JSON record: a flaky case passed.
 STATUS = {PASS: "passed", FLAKY: "passed", FAIL: "failed", ERROR: "error"}
@@ -159,11 +163,43 @@ def turn_record(turn: TurnRecord, *, texts: bool) -> dict[str, Any]:
         "finish_reason": reply.finish_reason if reply else None,
         "passed": turn.failure is None,
         "judge": [vote.as_json() for vote in turn.votes],
+        "steps": [step.as_json() if texts else stored_step(step) for step in turn.outcome.steps],
     }
     if texts:
         record["sent"] = turn.sent
         record["reply"] = reply.body if reply else None
     return record
+
+
+def stored_step(step: Step) -> dict[str, Any]:
+    """A step as the stored history keeps it: the call and how it ended, its arguments within
+    `STORED_ARGUMENTS` characters; what it answered stays in the thread."""
+    arguments = step.arguments
+    written = json.dumps(arguments, ensure_ascii=False)
+    if len(written) > STORED_ARGUMENTS:
+        arguments = clipped(written, STORED_ARGUMENTS)
+    return {
+        "call_id": step.call_id,
+        "round": step.round,
+        "tool": step.tool,
+        "arguments": arguments,
+        "outcome": step.outcome,
+        "code": step.code,
+    }
+
+
+def steps_lines(report: CaseReport) -> list[str]:
+    """Each turn that made steps, `run R, turn N “sent”: call outcome; …`, in every repeat."""
+    lines = []
+    for attempt in report.attempts:
+        where = f"run {attempt.repeat}, " if report.runs > 1 else ""
+        for turn in attempt.turns:
+            if turn.outcome.steps:
+                lines.append(
+                    f"{where}turn {turn.number} {shown(turn.sent, 60)}: "
+                    f"{describe_steps(turn.outcome.steps)}"
+                )
+    return lines
 
 
 def attempt_record(attempt: Attempt, *, texts: bool) -> dict[str, Any]:
@@ -342,6 +378,11 @@ def junit(run: Run, every: Sequence[Plan]) -> ElementTree.ElementTree:
                 case, "error", type=first.problem.code, message=first.problem.detail
             )
             error.text = str(first.problem)
+        steps = steps_lines(report)
+        if steps:
+            # The calls each turn made, passing or not: what the assistant did, beside the
+            # verdict on what it said.
+            ElementTree.SubElement(case, "system-out").text = "steps:\n" + "\n".join(steps)
     for element, verdicts in [(root, [v for vs in tallies.values() for v in vs]), *tallies.items()]:
         element.set("tests", str(len(verdicts)))
         element.set("failures", str(verdicts.count(FAIL)))

@@ -20,9 +20,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .client import ListenerError, Outcome, TesterClient
-from .expectations import Checked, Failure, check_conversation, check_turn
+from .expectations import Checked, check_conversation, check_turn
 from .files import Case, Expect, Suite
-from .judge import Judge, JudgeConfig, JudgeError, Transcript, Vote
+from .judge import Judge, JudgeConfig, JudgeError, Transcript, Vote, heard, turn_transcript
+from .matchers import Failure
 
 PASS = "pass"
 FLAKY = "flaky"
@@ -57,6 +58,13 @@ class TurnRecord:
     def turn_id(self) -> int:
         return int(self.outcome.turn["id"])
 
+    @property
+    def transcript(self) -> Transcript:
+        reply = self.outcome.reply
+        return turn_transcript(
+            self.sent, steps=self.outcome.steps, reply=None if reply is None else reply.body
+        )
+
 
 @dataclass
 class Attempt:
@@ -80,12 +88,8 @@ class Attempt:
 
     @property
     def transcript(self) -> list[tuple[str, str]]:
-        said: list[tuple[str, str]] = []
-        for turn in self.turns:
-            said.append(("user", turn.sent))
-            if turn.outcome.reply is not None:
-                said.append(("assistant", turn.outcome.reply.body))
-        return said
+        """The conversation as the judge reads it: each turn, its steps and its reply."""
+        return [said for turn in self.turns for said in turn.transcript]
 
 
 @dataclass(frozen=True)
@@ -248,9 +252,7 @@ def run_attempt(
 def _play(thread: Any, case: Case, attempt: Attempt, judge: Judge | None) -> None:
     for number, turn in enumerate(case.turns, start=1):
         outcome = thread.ask(turn.send, within=turn.expect.within)
-        transcript = [*attempt.transcript, ("user", turn.send)]
-        if outcome.reply is not None:
-            transcript.append(("assistant", outcome.reply.body))
+        transcript = [*attempt.transcript, *TurnRecord(number, turn.send, outcome).transcript]
         checked = check_turn(turn.expect, outcome, transcript=transcript, judge=judge)
         if not _took(attempt, number, turn.send, outcome, checked):
             return
@@ -262,8 +264,9 @@ def _simulate(thread: Any, case: Case, attempt: Attempt, judge: Judge | None) ->
     simulate = case.simulate
     assert simulate is not None and judge is not None  # the file's reader made sure
     for number in range(1, simulate.max_turns + 1):
+        # The simulated user sees the replies only, as a person would; not the steps.
         said = judge.user_turn(
-            persona=simulate.persona, goal=simulate.goal, transcript=attempt.transcript
+            persona=simulate.persona, goal=simulate.goal, transcript=heard(attempt.transcript)
         )
         outcome = thread.ask(said, within=simulate.within)
         # A simulated user's turn expects a reply, and nothing more of it.

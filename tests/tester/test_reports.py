@@ -14,10 +14,10 @@ import pytest
 from broker.suite_fields import FAILURE_KEYS, clean_case
 from tester.suites import reports
 from tester.suites.client import Outcome, Reply
-from tester.suites.expectations import Failure
 from tester.suites.files import Case, Expect, Suite, Turn
 from tester.suites.html_report import page, write_html
 from tester.suites.judge import Vote
+from tester.suites.matchers import Failure
 from tester.suites.runner import (
     ERROR,
     FAIL,
@@ -272,6 +272,7 @@ TURN_KEYS = {
     "finish_reason",
     "passed",
     "judge",
+    "steps",
 }
 
 
@@ -316,6 +317,7 @@ def test_as_json_tells_the_first_miss_and_every_repeat() -> None:
         "finish_reason": "stop",
         "passed": False,
         "judge": [{"pass": False, "reason": "rude to the user"}],
+        "steps": [],
         "sent": "hello",
         "reply": "Bye.",
     }

@@ -15,11 +15,9 @@ from tester.suites.client import ListenerError, Outcome, Reply, TesterClient
 from tester.suites.expectations import (
     Checked,
     Failure,
-    NoJson,
     check_conversation,
     check_turn,
     first_failure,
-    json_of,
 )
 from tester.suites.files import (
     Case,
@@ -31,6 +29,7 @@ from tester.suites.files import (
     load_suite,
 )
 from tester.suites.judge import Judge, JudgeError, Verdict, Vote
+from tester.suites.matchers import NoJson, json_of
 from tester.suites.runner import (
     ERROR,
     FAIL,
