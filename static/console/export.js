@@ -1,10 +1,12 @@
-// A thread's export (issue 25): every message of the open thread with its reply state, as
+// A thread's export (issue 25): every message of the open thread with its reply state and its
+// steps (SPEC §7.2), as
 // Markdown or as JSON, downloaded as a file. Built here from the thread's messages API, every
 // page of it, so it goes through the same checks as reading the thread (R1, both listeners'
 // gates) and needs no route of its own (docs/decisions.md).
 
 import { get, query } from "./api.js";
 import { state } from "./page.js";
+import { stepLine } from "./steps.js";
 
 const PAGE_SIZE = 500; // the API's largest page (SPEC §6)
 
@@ -23,7 +25,7 @@ export async function allMessages(id) {
 // The fields a reader of an export needs; the rest of the shape is the API's.
 const FIELDS = [
   "id", "from_role", "to_role", "class", "body", "created_at", "in_reply_to", "reply_state",
-  "retry_at", "failure", "partial", "model", "finish_reason", "usage",
+  "retry_at", "failure", "partial", "model", "finish_reason", "usage", "steps",
 ];
 
 function exported(message) {
@@ -52,6 +54,25 @@ function stateLine(message) {
   return line;
 }
 
+// `text` as inline code, fenced with more backticks than it holds in a row.
+function code(text) {
+  const longest = Math.max(0, ...(text.match(/`+/g) ?? []).map((run) => run.length));
+  const fence = "`".repeat(longest + 1);
+  const pad = text.startsWith("`") || text.endsWith("`") ? " " : "";
+  return `${fence}${pad}${text}${pad}${fence}`;
+}
+
+// A turn's steps as a list under it, one line each: tool, arguments, outcome, what came of it.
+function stepLines(message) {
+  const steps = message.steps ?? [];
+  if (!steps.length) return "";
+  return steps.map((step) => {
+    // JSON on one line: an object, or the text the model sent when it was not one.
+    const args = JSON.stringify(step.arguments ?? null);
+    return `- Step ${code(step.tool)} ${code(args)} · ${step.outcome ?? "running"} · ${stepLine(step)}`;
+  }).join("\n");
+}
+
 export function asMarkdown(thread, messages) {
   const parts = [`# ${thread.name}`, `Thread ${thread.id}, exported ${new Date().toISOString()}.`];
   for (const message of messages) {
@@ -60,6 +81,8 @@ export function asMarkdown(thread, messages) {
     parts.push(head, message.body);
     const line = stateLine(message);
     if (line) parts.push(line);
+    const steps = stepLines(message);
+    if (steps) parts.push(steps);
   }
   return `${parts.join("\n\n")}\n`;
 }

@@ -18,7 +18,10 @@ export function showPartial(turnItem, turnId, text) {
     const meta = element("div", "meta", "assistant · ");
     meta.append(element("span", "partial-mark", "stopped"));
     item.append(meta, element("div", "body"));
-    turnItem.after(item);
+    // After the turn's steps when they are shown beside it (steps.js): what it did, then what
+    // it had written.
+    const steps = turnItem.nextElementSibling;
+    (steps?.dataset.stepsFor === String(turnId) ? steps : turnItem).after(item);
   }
   item.querySelector(".body").replaceWith(rendered(text));
 }

@@ -10,6 +10,7 @@ import { $, button, canSend, element, me, newKey, say, state, timeOf } from "./p
 import { rowList } from "./rows.js";
 import { forgetTurns, trackTurn, turnChanged, turnState, whenRetried } from "./runstate.js";
 import { showNewest } from "./follow.js";
+import { forgetSteps, noteMessage, showStep } from "./steps.js";
 import { showPartial } from "./stopped.js";
 import { showThreadBadge, showUnavailable } from "./threadstate.js";
 
@@ -70,6 +71,7 @@ function showMessagesState() {
 function addMessage(message) {
   if (!messages.add(message)) return;
   trackTurn(message, messages.item(message.id));
+  noteMessage(message, messages.item(message.id));
   if (message.partial) showPartial(messages.item(message.id), message.id, message.partial);
   if (message.class === "RESULT" && message.in_reply_to !== null) {
     drafts.get(message.in_reply_to)?.remove();
@@ -114,6 +116,8 @@ function receiveFrame(frame) {
   } else if (frame.type === "reply.draft" && typeof frame.in_reply_to === "number") {
     if (["answered", "stopped", "failed"].includes(turnState(frame.in_reply_to))) return;
     showDraft(frame.in_reply_to, String(frame.text ?? ""));
+  } else if (frame.type === "reply.step" && typeof frame.in_reply_to === "number" && frame.step) {
+    showStep(frame.in_reply_to, frame.step);
   }
 }
 
@@ -124,6 +128,7 @@ export function closeThread() {
   messages.clear();
   drafts.clear();
   forgetTurns();
+  forgetSteps();
   showThreadBadge(null);
   $("messages-older").hidden = true;
   $("thread-export").hidden = true;
@@ -214,7 +219,10 @@ export async function loadOlderMessages() {
     const { messages: rows } = await get(path);
     if (mine !== generation) return;
     messages.addOlder(rows);
-    rows.forEach((row) => trackTurn(row, messages.item(row.id)));
+    for (const row of rows) {
+      trackTurn(row, messages.item(row.id));
+      noteMessage(row, messages.item(row.id));
+    }
     $("messages-older").hidden = rows.length < PAGE_SIZE;
   } catch (error) {
     say($("messages-state"), error.message, "error");
