@@ -115,6 +115,11 @@ def skipped(what: str) -> dict[str, Any]:
     return {"text": f"{what}: not measured in this run", "met": None}
 
 
+def recorded(what: str) -> dict[str, Any]:
+    """A figure with no target, measured to be watched (P9)."""
+    return {"text": what, "met": None, "recorded": True}
+
+
 def number(value: Any) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "–"
@@ -135,8 +140,10 @@ def row(line: dict[str, Any]) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
-def mark(met: bool | None) -> str:
-    return {True: "**met**", False: "**missed**", None: "not measured"}[met]
+def mark(item: dict[str, Any]) -> str:
+    if item.get("recorded"):
+        return "recorded"
+    return {True: "**met**", False: "**missed**", None: "not measured"}[item["met"]]
 
 
 def render(
@@ -150,7 +157,8 @@ def render(
         "with shorter windows and a 20-second soak, and writes nothing; `python -m bench.run "
         "--only P7` (or `make bench BENCH_ARGS='--only P7'`) runs some scenarios alone. How "
         "the figures are made is in `bench/` (see its docstrings); P1–P4 and P7 have the "
-        "performance issue's targets, P5 and P6 issue 7's, P8 issue 26's.",
+        "performance issue's targets, P5 and P6 issue 7's, P8 issue 26's; P9 is recorded, "
+        "with no target.",
         "",
         f"Run at {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.",
         "",
@@ -181,13 +189,13 @@ def render(
     ]
     for section in sections:
         for item in section["verdicts"]:
-            lines.append(f"| {section['key']} | {mark(item['met'])} | {item['text']} |")
+            lines.append(f"| {section['key']} | {mark(item)} | {item['text']} |")
     for section in sections:
         lines += ["", f"## {section['title']}", "", f"Target: {section['target']}.", ""]
         if section["rows"]:
             lines += [HEADER, *(row(line) for line in section["rows"]), ""]
         for item in section["verdicts"]:
-            lines.append(f"- {mark(item['met'])}: {item['text']}")
+            lines.append(f"- {mark(item)}: {item['text']}")
         if section.get("note"):
             lines += ["", section["note"]]
         closing = what_would_close(section["key"])

@@ -37,7 +37,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Self, cast
 
-from bench import overload, report, staff_reads
+from bench import overload, report, staff_reads, tool_steps
 from bench import processes as proc
 from bench.profiles import summarise
 from bench.stats import median_of, median_summary, summary
@@ -45,7 +45,7 @@ from bench.stats import median_of, median_summary, summary
 SQLITE = "SQLite"
 SERVICES = "PostgreSQL + Redis"
 LAYERS = {SQLITE: "SQLite, in-memory layer", SERVICES: "PostgreSQL, Redis layer"}
-SCENARIOS = ("P1", "P1c", "P2", "P3", "P4", "P5", "P6", "P7", "P8")
+SCENARIOS = ("P1", "P1c", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9")
 # P4 measures how long one read takes at scale, not how many reads the server bears: each path
 # is read at a rate well inside one server's capacity, so the figure is not queueing.
 P4_RATE = 10
@@ -85,6 +85,7 @@ class Plan:
     services: bool
     profile: bool
     p5_concurrency: bool
+    p9_turns: int
 
 
 QUICK = Plan(
@@ -114,6 +115,7 @@ QUICK = Plan(
     services=False,
     profile=False,
     p5_concurrency=False,
+    p9_turns=40,
 )
 FULL = Plan(
     name="full",
@@ -142,6 +144,7 @@ FULL = Plan(
     services=True,
     profile=True,
     p5_concurrency=True,
+    p9_turns=200,
 )
 
 
@@ -1386,7 +1389,7 @@ def machine() -> dict[str, str]:
 
 def sqlite_phase(run: Run) -> Soak | None:
     plan = run.plan
-    if not run.wants("P1", "P1c", "P2", "P3", "P4", "P5", "P6", "P8"):
+    if not run.wants("P1", "P1c", "P2", "P3", "P4", "P5", "P6", "P8", "P9"):
         return None
     product_template, baseline_template = templates(run)
     run.templates = (product_template, baseline_template)  # type: ignore[attr-defined]
@@ -1418,6 +1421,8 @@ def sqlite_phase(run: Run) -> Soak | None:
         p5_offline(run, product_template)
         if plan.p5_concurrency:
             run.raw["P5 sqlite"] = p5_sqlite(run, product_template)
+    if run.wants("P9"):
+        tool_steps.p9(run, product_template)
     return soak
 
 

@@ -103,7 +103,7 @@ def test_selection_unknown_id_exits() -> None:
     from bench.run import selection
 
     with pytest.raises(SystemExit):
-        selection("P9")
+        selection("P99")
 
 
 def test_goodput_is_2xx_sends_per_second_of_the_phase_over_capacity() -> None:
