@@ -247,15 +247,22 @@ class ReplyView:
 @verb("thread.messages", HUMAN_KIND, TESTER_KIND, switch_in_read=True)
 def thread_replies(actor: Actor, *, thread_id: int, known: Collection[int] = ()) -> list[ReplyView]:
     """R1: the replies of the actor's own thread still owed, and of the `known` turns whatever
-    their state, oldest first. The reply state is part of the message shape, so this is the
-    same verb as reading the messages."""
+    their state (a known RESULT names its turn), oldest first. The reply state is part of the
+    message shape, so this is the same verb as reading the messages."""
     thread = access_thread(actor, thread_id=thread_id)
     result = Message.objects.filter(
         in_reply_to=OuterRef("pk"), message_class=MessageClass.RESULT
     ).values("pk")[:1]
+    answered = Message.objects.filter(
+        thread=thread, pk__in=known, message_class=MessageClass.RESULT
+    ).values("in_reply_to")
     turns = (
         Message.objects.filter(thread=thread, message_class=MessageClass.REQUEST)
-        .filter(Q(pk__in=replies.owed_turns().filter(thread=thread).values("pk")) | Q(pk__in=known))
+        .filter(
+            Q(pk__in=replies.owed_turns().filter(thread=thread).values("pk"))
+            | Q(pk__in=known)
+            | Q(pk__in=answered)
+        )
         .select_related("progress")
         .annotate(result=Subquery(result))
         .order_by("pk")[:REPLIES_LIMIT]

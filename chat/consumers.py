@@ -451,21 +451,24 @@ class ThreadConsumer(StreamConsumer):
         well, though its message frame carries the state: the page may hold the turn already,
         `pending`, from the answer to its own send, and keeps the copy it has."""
         known = [*self.told, *self.shown]
+        just_shown = set(self.shown)
         self.shown.clear()
         replies = await database_sync_to_async(selectors.thread_replies)(
             self.actor, thread_id=self.thread_id, known=known
         )
         for reply in replies:
-            await self.tell(reply)
+            await self.tell(reply, steps_shown=reply.turn in just_shown)
 
-    async def tell(self, reply: selectors.ReplyView) -> None:
-        """Send what changed in one turn's reply since the socket last told it."""
+    async def tell(self, reply: selectors.ReplyView, *, steps_shown: bool = False) -> None:
+        """Send what changed in one turn's reply since the socket last told it; its steps too,
+        unless its message frame just carried them (`steps_shown`)."""
         if reply.turn > self.last_id:
             return  # its message has not been sent yet: that frame comes first
         if reply.result is not None and reply.result > self.last_id:
             return  # answered: the RESULT's own frame comes first, at the next read
-        # A turn first read after it ended came with its steps in its message frame.
-        if reply.turn in self.told or reply.state in OWED:
+        # A turn read again for its RESULT (a socket back after its steps were made) is told
+        # the steps it missed; one whose message frame was just sent carried them.
+        if not steps_shown:
             for step in self.untold_steps(reply):
                 await self.send(
                     text_data=json.dumps(

@@ -85,3 +85,40 @@ def test_a_socket_opened_later_gets_the_steps_with_the_turn(world) -> None:
     assert frame["type"] == "message" and frame["message"]["id"] == turn.pk
     [step] = frame["message"]["steps"]
     assert (step["call_id"], step["outcome"], step["turn"]) == ("call-1", "refused", turn.pk)
+
+
+def test_a_socket_back_after_the_reply_is_told_the_steps_it_missed(world) -> None:
+    """A page that held the turn, away while the call was made and the reply landed, comes
+    back after its last id: the RESULT's read tells it the turn's steps and its end."""
+    tester, run, thread = world["tester"], world["run"], world["thread"]
+    turn = actions.send_to_thread(tester, thread_id=thread.pk, body="book it").message
+    claim = factories.claim(run, thread)
+    actions.start_turn(run, claim_id=claim.pk, turn_id=turn.pk)
+    toolbox = tools.read_toolbox(business_id=run.business_id, instance=run.role)
+    steps.call_tool(run, claim_id=claim.pk, turn_id=turn.pk, call=BOOK, toolbox=toolbox)
+    reply = actions.send_message(
+        run,
+        to="tester",
+        message_class="RESULT",
+        in_reply_to=turn.pk,
+        claim_id=claim.pk,
+        body="Not booked: a test.",
+    )
+
+    async def scenario() -> list[dict[str, Any]]:
+        chat = socket(TESTER, f"/ws/chat/threads/{thread.pk}/?after={turn.pk}")
+        assert (await chat.connect())[0]
+        got = await frames(chat, 3)
+        assert await quiet(chat)
+        await chat.disconnect()
+        return got
+
+    got = async_to_sync(scenario)()
+    assert got[0]["type"] == "message" and got[0]["message"]["id"] == reply.pk
+    told = {frame["type"]: frame for frame in got[1:]}
+    assert told["reply.step"]["in_reply_to"] == turn.pk
+    assert told["reply.step"]["step"]["outcome"] == "refused"
+    assert (told["reply.state"]["in_reply_to"], told["reply.state"]["state"]) == (
+        turn.pk,
+        "answered",
+    )
