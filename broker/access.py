@@ -263,7 +263,7 @@ def access_claim(actor: Actor, *, claim_id: int) -> ThreadClaim:
     """
     claim = (
         ThreadClaim.objects.select_for_update(of=("self",))
-        .select_related("thread__project", "thread__instance")
+        .select_related("thread__project", "thread__instance", "instance")
         .filter(
             pk=claim_id,
             run=actor.run,

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Q, QuerySet
+from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from broker import events, fields, policy, refusals, replies, selectors
@@ -39,6 +39,7 @@ from broker.models import (
     Decision,
     Event,
     EventKind,
+    Instance,
     Message,
     MessageClass,
     Project,
@@ -600,13 +601,76 @@ def send_message(
                     body=text,
                     in_reply_to=answered,
                     claim=claim,
-                    # The run's claim is the thread's one open claim (`access_claim`).
+                    # The run's claim: its instance's one open claim there (`access_claim`).
                     holder=claim.run if claim else "",
                     record=record if claim else None,
                 )
         except IntegrityError:
             # one_result_per_message: the message has its reply already.
             raise Refusal(refusals.INVALID, "This message already has a reply.") from None
+
+
+@verb("message.consult", RUN_KIND)
+def consult(actor: Actor, *, claim_id: int, turn_id: int, to: object, body: object) -> Message:
+    """R23: while answering `turn_id`, ask another instance of the business in the claim's
+    thread. The question is a turn owed by `to`, answered by that instance's own run under its
+    own claim; its RESULT comes back to the asking instance.
+
+    The lists decide who may consult whom (R8, R9, R11), both ways: the question must reach
+    `to` and its answer come back, or nothing is asked. A turn that is itself a consultation
+    may not consult further (`consult-too-deep`): no ping-pong, and the database refuses a
+    message in a thread without the thread's instance at one end anyway.
+    """
+    text = fields.clean_body(body)
+    recipient = fields.clean_name(to, what="instance")
+    with appending(actor.business_id):
+        claim = access_claim(actor, claim_id=claim_id)
+        turn = _owed_turn(claim, turn_id)[0]
+        code = policy.consult_refusal(
+            asker=actor.role, consulted=recipient, turn_from=turn.from_role
+        )
+        if code is not None:
+            raise Refusal(
+                code,
+                f"Not sent: {recipient} cannot be consulted while answering "
+                f"{turn.from_role} (R23).",
+            )
+        owner = claim.thread.owner
+        roles = check_messaging(actor, sender=actor.role, recipient=recipient, thread_owner=owner)
+        check_messaging(
+            actor, sender=recipient, recipient=actor.role, thread_owner=owner, roles=roles
+        )
+        return do_record_message(
+            actor,
+            thread=claim.thread,
+            to_role=recipient,
+            message_class=MessageClass.REQUEST,
+            body=text,
+            claim=claim,
+            holder=claim.run,
+        )
+
+
+@verb("message.consult_expire", RUN_KIND)
+def expire_consultation(actor: Actor, *, claim_id: int, consult_id: int, failure: str) -> bool:
+    """R23: the asking run gives up on its consultation (its own timeout): the turn ends
+    `failed` with `failure`, and the consulted instance's run of the thread, if any, ends, so
+    a late answer never lands. False when it was answered or ended meanwhile."""
+    with appending(actor.business_id):
+        claim = access_claim(actor, claim_id=claim_id)
+        turn = (
+            replies.owed_turns()
+            .filter(pk=consult_id, thread_id=claim.thread_id, from_role=actor.role)
+            .select_related("progress")
+            .first()
+        )
+        if turn is None:
+            return False
+        for held in _open_claims(actor.business_id).filter(
+            thread_id=claim.thread_id, instance__name=turn.to_role
+        ):
+            do_end_claim(held, actor=actor, by=actor.run, how=ClaimEnd.FAILED, reason=failure)
+        return replies.do_move(turn, ReplyState.FAILED, failure=failure)
 
 
 # --- stop, instance end, claims ----------------------------------------------------------
@@ -621,22 +685,32 @@ def stop_assistant(
 
     `ended_by` is `owner(actor)` and the reason names the side that stopped. `instance` or
     `thread_id` narrow it to one instance or one of the actor's threads (R1 for the thread).
-    Nothing to stop: `not-held`. The human's stop never ends a tester run; the tester's never
-    the human's.
+    One stop stops a whole chain (R23): narrowed to an instance, it stops the turns that
+    instance's runs are consulting others about too, and their runs. Nothing to stop:
+    `not-held`. The human's stop never ends a tester run; the tester's never the human's.
     """
     owner = policy.owner(actor)
     with appending(actor.business_id):
         claims = _open_claims(actor.business_id).filter(thread__owner=policy.owner(actor))
         turns = replies.owed_turns().filter(business_id=actor.business_id, thread__owner=owner)
-        if instance is not None:
-            claims = claims.filter(instance__name=instance)
-            turns = turns.filter(to_role=instance)
         if thread_id is not None:
             thread = access_thread(actor, thread_id=thread_id)
             claims = claims.filter(thread=thread)
             turns = turns.filter(thread=thread)
+        if instance is not None:
+            turns = turns.filter(Q(to_role=instance) | Q(from_role=instance))
+        rows = list(turns.values_list("pk", "thread_id", "to_role"))
         held = list(claims)
-        owed = [(pk, thread) for pk, thread in turns.values_list("pk", "thread_id")]
+        if instance is not None:
+            # The instance's own runs, and those answering what it consults about.
+            chain = {(thread, to) for _, thread, to in rows}
+            held = [
+                claim
+                for claim in held
+                if claim.instance.name == instance
+                or (claim.thread_id, claim.instance.name) in chain
+            ]
+        owed = [(pk, thread) for pk, thread, _ in rows]
         if not held and not owed:
             raise Refusal(refusals.NOT_HELD, "Nothing of yours waits for the assistant.")
         reason = policy.stop_reason(actor)
@@ -662,7 +736,7 @@ def end_instance(actor: Actor, *, instance: str) -> list[ThreadClaim]:
         ]
         replies.do_stop(
             replies.owed_turns()
-            .filter(business_id=actor.business_id, thread__instance=target)
+            .filter(business_id=actor.business_id, to_role=target.name)
             .values_list("pk", "thread_id")
         )
         Event.objects.create(
@@ -686,25 +760,25 @@ def end_instance(actor: Actor, *, instance: str) -> list[ThreadClaim]:
 
 @verb("claim.open", RUN_KIND)
 def open_claim(actor: Actor, *, thread_id: int) -> ThreadClaim | None:
-    """Claim a thread of the run's instance; None while another run holds it.
+    """Claim a thread for the run's instance: one of its own, or one where it is consulted
+    (R23); None while another run of the instance holds it.
 
     A claim whose lease ran out is ended (`lease-expired`) first, so a dead run's thread is
     picked up again.
     """
     with appending(actor.business_id):
+        consulted = replies.owed_turns().filter(thread=OuterRef("pk"), to_role=actor.role)
         thread = (
             locked_threads()
             .select_related("project", "instance")
-            .filter(
-                pk=thread_id,
-                project__business_id=actor.business_id,
-                instance__name=actor.role,
-            )
+            .filter(pk=thread_id, project__business_id=actor.business_id)
+            .filter(Q(instance__name=actor.role) | Exists(consulted))
             .first()
         )
-        if thread is None:
+        instance = Instance.objects.filter(business_id=actor.business_id, name=actor.role).first()
+        if thread is None or instance is None:
             raise Refusal(refusals.NOT_FOUND, "No such thread for this instance.")
-        current = _open_claims(actor.business_id).filter(thread=thread).first()
+        current = _open_claims(actor.business_id).filter(thread=thread, instance=instance).first()
         if current is not None:
             if current.lease_expires_at > timezone.now():
                 return None
@@ -712,7 +786,7 @@ def open_claim(actor: Actor, *, thread_id: int) -> ThreadClaim | None:
         claim = ThreadClaim.objects.create(
             thread=thread,
             run=actor.run,
-            instance=thread.instance,
+            instance=instance,
             lease_expires_at=lease_deadline(),
         )
         Event.objects.create(
@@ -756,11 +830,11 @@ def end_claim(
 
 
 def _owed_turn(claim: ThreadClaim, turn_id: int) -> tuple[Message, int]:
-    """A turn of the claim's thread still owed a reply, and the attempts runs made at it
-    (one read, its progress row with it); else `invalid`."""
+    """A turn of the claim's thread owed by the claim's instance, and the attempts runs made at
+    it (one read, its progress row with it); else `invalid`."""
     turn = (
         replies.owed_turns()
-        .filter(pk=turn_id, thread_id=claim.thread_id)
+        .filter(pk=turn_id, thread_id=claim.thread_id, to_role=claim.instance.name)
         .select_related("progress")
         .first()
     )
@@ -940,7 +1014,9 @@ def post_notice(actor: Actor, *, body: object, thread_id: int | None = None) -> 
         notifier = Actor.assistant_run(
             business_id=actor.business_id, instance=thread.instance.name, run=actor.run
         )
-        open_claim = ThreadClaim.objects.filter(thread=thread, ended_at__isnull=True).first()
+        open_claim = ThreadClaim.objects.filter(
+            thread=thread, instance=thread.instance, ended_at__isnull=True
+        ).first()
         return do_record_message(
             notifier,
             thread=thread,

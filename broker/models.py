@@ -291,7 +291,9 @@ class Event(models.Model):
 
 
 class ThreadClaim(models.Model):
-    """A run's lease on a thread. At most one open claim per thread."""
+    """A run's lease on a thread for one instance. At most one open claim per thread and
+    instance: the thread's own instance answers its owner, and an instance it consults answers
+    it under a claim of its own (R23)."""
 
     thread = models.ForeignKey(Thread, on_delete=models.PROTECT, related_name="claims")
     run = models.CharField(max_length=100)
@@ -307,9 +309,9 @@ class ThreadClaim(models.Model):
     class Meta:
         constraints = [
             models.UniqueConstraint(
-                fields=["thread"],
+                fields=["thread", "instance"],
                 condition=Q(ended_at__isnull=True),
-                name="one_open_claim_per_thread",
+                name="one_open_claim_per_thread_instance",
             ),
             models.CheckConstraint(condition=~Q(run=""), name="claim_run_not_empty"),
             models.CheckConstraint(

@@ -123,6 +123,18 @@ def messaging_refusal(
     return refusals.MESSAGE_RECIPIENT_REFUSED
 
 
+def consult_refusal(*, asker: str, consulted: str, turn_from: str) -> str | None:
+    """R23: a run answering its owner (`human` or `tester`) may consult another instance; a
+    run answering a consultation may not consult again (depth at most 2)."""
+    # Only an instance is consulted, and never the asker itself.
+    if consulted in (HUMAN, TESTER) or consulted == asker:
+        return refusals.MESSAGE_RECIPIENT_REFUSED
+    # The turn being answered came from the thread's owner, not from a consulting instance.
+    if turn_from in (HUMAN, TESTER):
+        return None
+    return refusals.CONSULT_TOO_DEEP
+
+
 def decision_refusal(*, sender_lists: RoleLists | None, route_to: str) -> str | None:
     """R19: only a role with cross-role authority for `route_to` may route a decision there."""
     # The role's cross_role list names the inbox it may route decisions to.

@@ -30,6 +30,7 @@ THREAD_EXISTS: Final = "thread-exists"
 PROJECT_EXISTS: Final = "project-exists"
 NOT_HELD: Final = "not-held"
 CLAIM_ENDED: Final = "claim-ended"
+CONSULT_TOO_DEEP: Final = "consult-too-deep"
 TOO_LARGE: Final = "too-large"
 UNSUPPORTED_MEDIA_TYPE: Final = "unsupported-media-type"
 IDEMPOTENCY_KEY_REUSED: Final = "idempotency-key-reused"
@@ -63,6 +64,7 @@ CODES: Final = frozenset(
         PROJECT_EXISTS,
         NOT_HELD,
         CLAIM_ENDED,
+        CONSULT_TOO_DEEP,
         TOO_LARGE,
         UNSUPPORTED_MEDIA_TYPE,
         IDEMPOTENCY_KEY_REUSED,

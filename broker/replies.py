@@ -1,7 +1,8 @@
 """The reply to each turn as it goes (SPEC §7.1): pending, working, answered, stopped,
 retrying, failed.
 
-A turn is a `REQUEST` in a thread, sent to the thread's instance. Its state lives in a
+A turn is a `REQUEST` in a thread, sent to an instance: the thread's own, from its owner, or one
+the thread's instance consults (R23). Its state lives in a
 `TurnProgress` row, written here and nowhere else; a turn without a row is `pending`, so a send
 stores nothing extra. Every move names the states it moves from (`OWED`): a final state —
 answered, stopped, failed — never changes again, and a turn in one is never worked on again,
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db.models import F, Q, QuerySet
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from broker import events
@@ -43,12 +44,11 @@ class ReplyRecord:
 
 
 def owed_turns() -> QuerySet[Message]:
-    """Turns still owed a reply: no row yet, or `pending`, `working` or `retrying`. Unordered."""
-    return Message.objects.filter(
-        message_class=MessageClass.REQUEST,
-        thread__isnull=False,
-        to_role=F("thread__instance__name"),
-    ).filter(Q(progress__isnull=True) | Q(progress__state__in=OWED))
+    """Turns still owed a reply: no row yet, or `pending`, `working` or `retrying`. Unordered.
+    Only an instance is ever sent a `REQUEST` in a thread (`actions.send_to_thread`, R23)."""
+    return Message.objects.filter(message_class=MessageClass.REQUEST, thread__isnull=False).filter(
+        Q(progress__isnull=True) | Q(progress__state__in=OWED)
+    )
 
 
 def retry_delay(attempts: int, *, retry_after: float | None) -> float:

@@ -6,6 +6,11 @@ transaction as what the call did: a call is executed at most once per (turn, cal
 turn retried after a crash finds its earlier calls stored and is told their results instead of
 running them again. What the call did, refused or got wrong is the step's outcome, never an
 exception: the model is told and goes on.
+
+A `send_message` to another instance is a consultation (R23): the step stores the question, a
+turn of that instance's, and the run waits for its answer (`broker.runner.run`); what the model
+is told of the step is then the answer (`model_result`), read from the stored RESULT, so a
+retried turn is told it again without asking twice.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, OuterRef, Subquery
 from django.utils import timezone
 
 from broker import actions, refusals, replies, tools
@@ -25,8 +30,10 @@ from broker.access import access_claim, verb
 from broker.actors import Actor, ActorKind
 from broker.models import (
     HUMAN,
+    OWED,
     TESTER,
     Message,
+    MessageClass,
     ReplyState,
     Step,
     StepOutcome,
@@ -166,6 +173,11 @@ def _run(
             actor, claim_id=claim.pk, request_id=turn.request_id, title=arguments["title"]
         )
         return {"task": task.pk, "title": task.title}
+    if tool == tools.SEND_MESSAGE and arguments["to"] not in (HUMAN, TESTER):
+        question = actions.consult(
+            actor, claim_id=claim.pk, turn_id=turn.pk, to=arguments["to"], body=arguments["body"]
+        )
+        return {"message": question.pk, "to": question.to_role}
     if tool == tools.SEND_MESSAGE:
         message = actions.send_message(
             actor, to=arguments["to"], body=arguments["body"], claim_id=claim.pk
@@ -190,6 +202,62 @@ def summary(step: Step) -> str:
     return f"{step.tool} {shown} {step.outcome}, {what}"
 
 
-def model_result(step: Step) -> str:
-    """What the model is told of a step: its outcome and result, as JSON text."""
-    return json.dumps({"outcome": step.outcome, **step.result}, ensure_ascii=False)
+@dataclass(frozen=True)
+class Consultation:
+    """Where the turn a consultation (R23) put to another instance stands: its reply state,
+    and the answer once it came or the sentence saying why none will."""
+
+    turn_id: int
+    state: ReplyState
+    answer: str | None = None
+    failure: str = ""
+
+    @property
+    def waiting(self) -> bool:
+        return self.state in OWED
+
+
+def consulted_turn(step: Step) -> int | None:
+    """The turn a `send_message` step put to another instance (R23), or None for any other."""
+    result = step.result if isinstance(step.result, dict) else {}
+    if step.tool != tools.SEND_MESSAGE or step.outcome != StepOutcome.OK:
+        return None
+    if result.get("to") in (HUMAN, TESTER) or not isinstance(result.get("message"), int):
+        return None
+    return int(result["message"])
+
+
+def consultation(turn_id: int) -> Consultation:
+    """The consulted turn's state and answer: one query. Reads for the run that asked."""
+    turn = (
+        Message.objects.filter(pk=turn_id)
+        .select_related("progress")
+        .annotate(
+            answer=Subquery(
+                Message.objects.filter(
+                    in_reply_to=OuterRef("pk"), message_class=MessageClass.RESULT
+                ).values("body")[:1]
+            )
+        )
+        .get()
+    )
+    progress = turn.progress_or_none
+    return Consultation(
+        turn_id=turn_id,
+        state=ReplyState(progress.state if progress is not None else ReplyState.PENDING),
+        answer=turn.answer,
+        failure=progress.failure if progress is not None else "",
+    )
+
+
+def model_result(step: Step, consulted: Consultation | None = None) -> str:
+    """What the model is told of a step: its outcome and result, as JSON text; for a
+    consultation, the answer too, or why there is none."""
+    told: dict[str, Any] = {"outcome": step.outcome, **step.result}
+    if consulted is not None and consulted.answer is not None:
+        told["answer"] = consulted.answer
+    elif consulted is not None:
+        told["answer_state"] = str(consulted.state)
+        if consulted.failure:
+            told["failure"] = consulted.failure
+    return json.dumps(told, ensure_ascii=False)

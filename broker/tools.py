@@ -4,8 +4,9 @@ function tools.
 A tool is a name, a sentence for the model and a JSON Schema for its arguments. Which tools a
 run is offered follows from its role (`offered_tools`): `create_task` to every role,
 `send_message` to a role with someone on its `send_to` list (the schema's `to` lists exactly
-those), `ask_human` to a role with `cross_role` authority (R19). An instance's reply table may
-narrow the set (`tools = [...]`). Offering is not authorising: each call runs through the
+those; an instance named there is consulted and its answer is the call's result, R23),
+`ask_human` to a role with `cross_role` authority (R19). An instance's reply table may narrow
+the set (`tools = [...]`). Offering is not authorising: each call runs through the
 broker's own verb as the run (`broker.steps`), so R8, R9, R11, R15 and R19 decide there, once.
 """
 
@@ -19,7 +20,7 @@ from typing import Any
 import jsonschema
 
 from broker.access import lists_of
-from broker.models import HUMAN, Instance
+from broker.models import HUMAN, TESTER, Instance
 from broker.policy import RoleLists
 
 CREATE_TASK = "create_task"
@@ -87,7 +88,8 @@ def create_task_tool() -> Tool:
 def send_message_tool(recipients: Sequence[str]) -> Tool:
     return Tool(
         SEND_MESSAGE,
-        "Send a message to another member of the team.",
+        "Send a message to another member of the team. A colleague answers it, and the answer "
+        "is this call's result; `human`, the person in charge, reads it later.",
         _object(
             to={"type": "string", "enum": list(recipients), "description": "Who receives it."},
             body=_text("The message."),
@@ -120,6 +122,21 @@ class Toolbox:
 
     def definitions(self) -> list[dict[str, Any]]:
         return [tool.definition() for tool in self.tools]
+
+    def answering(self, sender: str) -> Toolbox:
+        """The tools for a turn from `sender`. A turn from another instance is a consultation
+        (R23), which may not consult again: its `send_message` reaches `human` alone, if the
+        role may send there at all."""
+        message = self.get(SEND_MESSAGE)
+        if sender in (HUMAN, TESTER) or message is None:
+            return self
+        recipients = [to for to in message.parameters["properties"]["to"]["enum"] if to == HUMAN]
+        kept = [
+            send_message_tool(recipients) if tool is message else tool
+            for tool in self.tools
+            if tool is not message or recipients
+        ]
+        return Toolbox(tools=tuple(kept), max_steps=self.max_steps)
 
 
 def offered_tools(lists: RoleLists, reply: Mapping[str, Any] | None = None) -> Toolbox:

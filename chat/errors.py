@@ -48,6 +48,8 @@ STATUS: dict[str, int] = {
     refusals.PROJECT_EXISTS: 409,
     refusals.NOT_HELD: 409,
     refusals.CLAIM_ENDED: 409,
+    # A run's verb (R23): only a model is ever told it, as a step's result.
+    refusals.CONSULT_TOO_DEEP: 409,
     refusals.TOO_LARGE: 413,
     refusals.UNSUPPORTED_MEDIA_TYPE: 415,
     refusals.IDEMPOTENCY_KEY_REUSED: 422,

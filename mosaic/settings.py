@@ -80,6 +80,8 @@ MOSAIC_ASSISTANT_ATTEMPTS = env.int("MOSAIC_ASSISTANT_ATTEMPTS", default=5)
 MOSAIC_ASSISTANT_RETRY_SECONDS = env.float("MOSAIC_ASSISTANT_RETRY_SECONDS", default=2.0)
 # A streamed reply's draft is stored (and shown) at most this often, in seconds.
 MOSAIC_DRAFT_INTERVAL = env.float("MOSAIC_DRAFT_INTERVAL", default=0.1)
+# How long a run waits for an instance it consulted (R23) before it gives up on the answer.
+MOSAIC_CONSULT_TIMEOUT = env.float("MOSAIC_CONSULT_TIMEOUT", default=120.0)
 # How often each socket renews its channel-layer memberships, reads once more and checks its
 # sign-in again (ended sign-ins that no signal announced), in seconds.
 MOSAIC_RESYNC_SECONDS = env.float("MOSAIC_RESYNC_SECONDS", default=10.0)

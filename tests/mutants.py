@@ -249,6 +249,25 @@ MUTANTS = (
         (("to_role=TESTER if claim.thread.owner == TESTER else HUMAN", "to_role=TESTER"),),
         suspects=("tests/broker/test_steps.py",),
     ),
+    Mutant(
+        "M21",
+        "a consultation may consult again (no depth bound)",
+        "broker/policy.py",
+        (("    return refusals.CONSULT_TOO_DEEP", "    return None"),),
+        suspects=("tests/broker/test_consult.py",),
+    ),
+    Mutant(
+        "M22",
+        "a stop of the asking instance leaves the consulted run working",
+        "broker/actions.py",
+        (
+            (
+                "turns = turns.filter(Q(to_role=instance) | Q(from_role=instance))",
+                "turns = turns.filter(to_role=instance)",
+            ),
+        ),
+        suspects=("tests/broker/test_consult.py",),
+    ),
 )
 
 

@@ -30,6 +30,11 @@ class PendingThread:
     instance: str
     first_message_id: int
 
+    @property
+    def pair(self) -> tuple[int, str]:
+        """What a run claims: the thread, for the instance (R23)."""
+        return (self.thread_id, self.instance)
+
 
 def pending_messages(
     *, business_id: int | None = None, instance: str | None = None, thread_id: int | None = None
@@ -51,29 +56,36 @@ def pending_threads(
     limit: int,
     business_id: int | None = None,
     instance: str | None = None,
-    exclude: Collection[int] = (),
+    exclude: Collection[tuple[int, str]] = (),
     now: datetime | None = None,
 ) -> list[PendingThread]:
-    """Threads a runner may take up now, oldest pending message first. One query.
+    """(thread, instance) pairs a runner may take up now, oldest pending message first. One
+    query. An instance consulted in a thread (R23) is a pair of its own, beside the thread's.
 
-    Left out: threads another run holds on a live lease (an expired lease is picked up again:
-    `claim.open` ends it `lease-expired`), threads in `exclude` (the caller's own), and threads
-    with a turn waiting for its retry time (turns of a thread are answered in order).
+    Left out: pairs another run holds on a live lease (an expired lease is picked up again:
+    `claim.open` ends it `lease-expired`), pairs in `exclude` (the caller's own), and pairs with
+    a turn waiting for its retry time (an instance answers its turns of a thread in order).
     """
     now = now or timezone.now()
     held = ThreadClaim.objects.filter(
-        thread=OuterRef("thread"), ended_at__isnull=True, lease_expires_at__gt=now
+        thread=OuterRef("thread"),
+        instance__name=OuterRef("to_role"),
+        ended_at__isnull=True,
+        lease_expires_at__gt=now,
     )
     waiting = TurnProgress.objects.filter(
-        thread=OuterRef("thread"), state=ReplyState.RETRYING, retry_at__gt=now
+        thread=OuterRef("thread"),
+        message__to_role=OuterRef("to_role"),
+        state=ReplyState.RETRYING,
+        retry_at__gt=now,
     )
     rows = owed_turns().exclude(Exists(held)).exclude(Exists(waiting))
     if business_id is not None:
         rows = rows.filter(business_id=business_id)
     if instance is not None:
         rows = rows.filter(to_role=instance)
-    if exclude:
-        rows = rows.exclude(thread_id__in=list(exclude))
+    for thread_id, excluded in exclude:
+        rows = rows.exclude(thread_id=thread_id, to_role=excluded)
     grouped = (
         rows.values("thread_id", "business_id", "to_role")
         .annotate(first=Min("pk"))

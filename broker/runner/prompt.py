@@ -245,11 +245,14 @@ def _fold(history: Sequence[Entry]) -> list[_Exchange | _Notice]:
 
 
 def _default_system_text(turn: Turn) -> str:
-    return (
+    text = (
         f"You are {turn.instance}, an assistant on the Mosaic bus, answering in the thread "
         f"“{turn.thread_name}”. Reply to the last user message; the earlier messages are the "
         "thread's history."
     )
+    if turn.is_consultation:
+        text += f" The user is {turn.from_role}, a colleague consulting you."
+    return text
 
 
 def _left_out_note(turns: int, notices: int) -> str:

@@ -31,7 +31,7 @@ from broker.runner.backends.base import CallResult
 from broker.runner.claims import try_claim
 from broker.runner.lease import Held, LeaseKeeper
 from broker.runner.pending import PendingThread, pending_messages
-from broker.runner.turns import read_turn
+from broker.runner.turns import Turn, read_turn
 from broker.signals import TurnEnd, turn_ended
 from broker.steps import ToolCall
 from broker.tools import Toolbox, read_toolbox
@@ -42,6 +42,8 @@ logger = logging.getLogger("mosaic.runner")
 SHUTDOWN_REASON = "runner stopped"
 FAILED_PREFIX = "failed: "
 REASON_LENGTH = 200
+# How often a run waiting for a consulted instance's answer (R23) looks for it, in seconds.
+CONSULT_POLL = 0.1
 
 
 class RunOutcome(enum.Enum):
@@ -55,12 +57,14 @@ class RunOutcome(enum.Enum):
 @dataclass(frozen=True)
 class ClaimTools:
     """`TurnTools` for one turn of one claim: each call a step of the turn (`broker.steps`),
-    made through the broker's verbs as the run."""
+    made through the broker's verbs as the run. A consultation (R23) waits for its answer,
+    which is what the model is told; `cancel` (the claim ended) ends the wait."""
 
     actor: Actor
     claim_id: int
     turn_id: int
     toolbox: Toolbox
+    cancel: threading.Event
 
     def call(self, call: ToolCall) -> CallResult:
         try:
@@ -77,7 +81,31 @@ class ClaimTools:
             if refusal.code == refusals.CLAIM_ENDED:
                 raise TurnCancelled from refusal
             raise
-        return CallResult(outcome=step.outcome, content=steps.model_result(step))
+        consulted_id = steps.consulted_turn(step)
+        consulted = self.await_answer(consulted_id) if consulted_id is not None else None
+        return CallResult(outcome=step.outcome, content=steps.model_result(step, consulted))
+
+    def await_answer(self, turn_id: int) -> steps.Consultation:
+        """The consulted turn once it is answered, stopped or failed. Past
+        MOSAIC_CONSULT_TIMEOUT seconds the run gives up on it (`message.consult_expire`): the
+        turn fails, so a late answer never lands."""
+        timeout = float(settings.MOSAIC_CONSULT_TIMEOUT)
+        deadline = time.monotonic() + timeout
+        while (found := steps.consultation(turn_id)).waiting:
+            if time.monotonic() >= deadline:
+                failure = f"No answer came within {timeout:g} seconds."
+                try:
+                    actions.expire_consultation(
+                        self.actor, claim_id=self.claim_id, consult_id=turn_id, failure=failure
+                    )
+                except Refusal as refusal:
+                    if refusal.code == refusals.CLAIM_ENDED:
+                        raise TurnCancelled from refusal
+                    raise
+                return steps.consultation(turn_id)
+            if self.cancel.wait(CONSULT_POLL):
+                raise TurnCancelled
+        return found
 
 
 @dataclass
@@ -172,7 +200,11 @@ def _answer(
     claim_id = held.claim_id
     try:
         while True:
-            turns = list(pending_messages(thread_id=held.thread_id).select_related("thread"))
+            turns = list(
+                pending_messages(thread_id=held.thread_id, instance=actor.role).select_related(
+                    "thread"
+                )
+            )
             if not turns:
                 actions.end_claim(actor, claim_id=claim_id, how=ClaimEnd.DONE)
                 return RunOutcome.DONE
@@ -254,7 +286,13 @@ def _attempt_turn(
     started = actions.start_turn(actor, claim_id=held.claim_id, turn_id=turn.pk)
     if started is None:
         return ReplyState.FAILED  # it had used every attempt
-    tools = ClaimTools(actor=actor, claim_id=held.claim_id, turn_id=turn.pk, toolbox=toolbox)
+    tools = ClaimTools(
+        actor=actor,
+        claim_id=held.claim_id,
+        turn_id=turn.pk,
+        toolbox=toolbox.answering(turn.from_role),
+        cancel=held.cancel,
+    )
     drafts = Drafts(
         actor=actor,
         claim_id=held.claim_id,
@@ -262,7 +300,7 @@ def _attempt_turn(
         interval=float(settings.MOSAIC_DRAFT_INTERVAL),
     )
     try:
-        reply = backend.reply(read_turn(turn), tools=tools, cancel=held.cancel, draft=drafts)
+        reply = backend.reply(_settled(turn, tools), tools=tools, cancel=held.cancel, draft=drafts)
     except ReplyFailed as failure:
         if held.ended:
             raise TurnCancelled from failure
@@ -299,6 +337,16 @@ def _attempt_turn(
         refused = ReplyFailed(f"The reply was refused ({refusal.code}).", transient=False)
         return _fail(actor, held, turn, refused)
     return ReplyState.ANSWERED
+
+
+def _settled(turn: Message, tools: ClaimTools) -> Turn:
+    """The turn as its backend sees it, once the answers of the consultations an earlier
+    attempt made (R23) are in: a retried turn waits for them rather than ask again."""
+    read = read_turn(turn)
+    waiting = [done.consulting for done in read.done if done.consulting is not None]
+    for consulted in waiting:
+        tools.await_answer(consulted)
+    return read_turn(turn) if waiting else read
 
 
 def _fail(actor: Actor, held: Held, turn: Message, failure: ReplyFailed) -> ReplyState:

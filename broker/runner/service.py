@@ -2,8 +2,8 @@
 
 Usable in-process (`start()` / `stop(timeout)`, all threads, safe inside the ASGI server's
 process) and as its own process (`manage.py runassistant`). Any number of runners may work
-against one PostgreSQL database: the one-open-claim-per-thread constraint and `claim.open`
-decide who answers, and `one_result_per_message` backs that up.
+against one PostgreSQL database: the one-open-claim-per-thread-and-instance constraint and
+`claim.open` decide who answers, and `one_result_per_message` backs that up.
 """
 
 from __future__ import annotations
@@ -91,7 +91,9 @@ class Runner:
         self.name = f"run-{secrets.token_hex(3)}"
         self._runs = itertools.count(1)
         self._queue: queue.SimpleQueue[PendingThread | None] = queue.SimpleQueue()
-        self._busy: set[int] = set()
+        # (thread, instance) pairs being worked on: a thread's instance and one it consults
+        # (R23) are two pairs, which may run side by side.
+        self._busy: set[tuple[int, str]] = set()
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._stopping = threading.Event()
@@ -215,7 +217,7 @@ class Runner:
     def busy(self) -> frozenset[int]:
         """The threads this runner is working on now."""
         with self._lock:
-            return frozenset(self._busy)
+            return frozenset(thread_id for thread_id, _ in self._busy)
 
     # --- threads -----------------------------------------------------------------------
 
@@ -250,7 +252,7 @@ class Runner:
             exclude=busy,
         ):
             with self._lock:
-                self._busy.add(candidate.thread_id)
+                self._busy.add(candidate.pair)
             self._queue.put(candidate)
 
     def _work(self) -> None:
@@ -286,5 +288,5 @@ class Runner:
 
     def _done(self, candidate: PendingThread) -> None:
         with self._lock:
-            self._busy.discard(candidate.thread_id)
+            self._busy.discard(candidate.pair)
         self._wake.set()

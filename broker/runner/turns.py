@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from django.db.models import Q
 from django.db.models.functions import Coalesce
 
-from broker.models import TESTER, Message, MessageClass, ReplyState, Step
-from broker.steps import model_result
+from broker.models import HUMAN, TESTER, Message, MessageClass, ReplyState, Step
+from broker.steps import consultation, consulted_turn, model_result
 
 # SPEC §7: a tester turn's prompt begins with this line, whichever backend answers it.
 TESTER_LINE = "This message is from a tester running a product test; it authorizes nothing."
@@ -50,6 +50,8 @@ class Done:
     # The arguments as JSON text, and what the model was told of the call.
     arguments: str
     result: str
+    # A consultation (R23) whose answer has not come yet: the turn it waits for.
+    consulting: int | None = None
 
 
 @dataclass(frozen=True)
@@ -75,6 +77,11 @@ class Turn:
         return self.from_role == TESTER
 
     @property
+    def is_consultation(self) -> bool:
+        """A turn from another instance of the thread (R23), not from the thread's owner."""
+        return self.from_role not in (HUMAN, TESTER)
+
+    @property
     def earlier_turns(self) -> tuple[Entry, ...]:
         return tuple(entry for entry in self.history if entry.is_turn)
 
@@ -83,14 +90,21 @@ def read_turn(message: Message, *, history_limit: int = HISTORY_LIMIT) -> Turn:
     """The turn for a pending thread message: two queries (history, turn count), and a third
     for the calls made already when its progress row (read with it) counts any.
 
-    The history is the thread as a transcript up to this turn: every earlier message, each
-    reply placed right after the turn it answers (a reply stored after this turn was sent
-    still belongs before it), and nothing that came later.
+    The history is the thread as a transcript up to this turn, as the answering instance took
+    part in it: every earlier message to or from it, each reply placed right after the turn it
+    answers (a reply stored after this turn was sent still belongs before it), and nothing
+    that came later. Its own consultations of others (R23) are not part of it: a turn is told
+    them as its tool calls.
     """
     thread = message.thread
     assert thread is not None, "a turn is a thread message"
-    earlier = Message.objects.filter(thread=thread).filter(
-        Q(pk__lt=message.pk) | Q(in_reply_to__lt=message.pk)
+    instance = message.to_role
+    earlier = (
+        Message.objects.filter(thread=thread)
+        .filter(Q(pk__lt=message.pk) | Q(in_reply_to__lt=message.pk))
+        .filter(Q(from_role=instance) | Q(to_role=instance))
+        .exclude(from_role=instance, message_class=MessageClass.REQUEST)
+        .exclude(to_role=instance, message_class=MessageClass.RESULT)
     )
     transcript = earlier.annotate(place=Coalesce("in_reply_to", "pk"))
     newest_first = transcript.order_by("-place", "-pk").values_list(
@@ -109,7 +123,7 @@ def read_turn(message: Message, *, history_limit: int = HISTORY_LIMIT) -> Turn:
     )
     number = (
         Message.objects.filter(
-            thread=thread, pk__lt=message.pk, message_class=MessageClass.REQUEST
+            thread=thread, pk__lt=message.pk, message_class=MessageClass.REQUEST, to_role=instance
         ).count()
         + 1
     )
@@ -130,16 +144,22 @@ def read_turn(message: Message, *, history_limit: int = HISTORY_LIMIT) -> Turn:
 
 
 def calls_made(turn_id: int) -> tuple[Done, ...]:
-    """The turn's stored steps, oldest first, as a model is to be shown them again."""
-    return tuple(
-        Done(
-            call_id=step.call_id,
-            round=step.round,
-            tool=step.tool,
-            arguments=json.dumps(step.arguments, ensure_ascii=False)
-            if isinstance(step.arguments, dict)
-            else str(step.arguments),
-            result=model_result(step),
+    """The turn's stored steps, oldest first, as a model is to be shown them again; a
+    consultation's with its answer (one more query each)."""
+    done = []
+    for step in Step.objects.filter(turn_id=turn_id).order_by("pk"):
+        consulted_id = consulted_turn(step)
+        consulted = consultation(consulted_id) if consulted_id is not None else None
+        done.append(
+            Done(
+                call_id=step.call_id,
+                round=step.round,
+                tool=step.tool,
+                arguments=json.dumps(step.arguments, ensure_ascii=False)
+                if isinstance(step.arguments, dict)
+                else str(step.arguments),
+                result=model_result(step, consulted),
+                consulting=consulted_id if consulted is not None and consulted.waiting else None,
+            )
         )
-        for step in Step.objects.filter(turn_id=turn_id).order_by("pk")
-    )
+    return tuple(done)

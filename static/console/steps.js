@@ -23,7 +23,8 @@ export function stepLine(step) {
     return refusedAsTest(step) ? "Refused · a test conversation creates no task" : `Refused · ${detail}`;
   }
   if (step.tool === "create_task") return `Created task #${result.task} · ${oneLine(result.title ?? "")}`;
-  if (step.tool === "send_message") return `Sent to ${result.to}`;
+  // To another instance it is a consultation (R23), whose answer follows in the thread.
+  if (step.tool === "send_message") return result.to === "human" ? "Sent to human" : `Asked ${result.to}`;
   if (step.tool === "ask_human") return `Asked the human · decision #${result.decision}`;
   return `Ran ${step.tool}`;
 }

@@ -47,6 +47,7 @@ function rawToggle(message, item) {
 function renderMessage(message) {
   const item = element("li", message.from_role === me ? "message mine" : "message");
   item.dataset.from = message.from_role;
+  item.dataset.to = message.to_role;
   item.dataset.class = message.class ?? "";
   const meta = element("div", "meta", `${message.from_role} to ${message.to_role} · `);
   meta.append(timeOf(message.created_at));
@@ -94,7 +95,9 @@ function showDraft(turnId, text) {
   if (!item) {
     item = element("li", "message draft");
     item.dataset.draftFor = turnId;
-    item.append(element("div", "meta", "assistant · writing…"), element("div", "body"));
+    // The instance the turn went to: the thread's own, or one it consulted (R23).
+    const writer = messages.item(turnId)?.dataset.to ?? "assistant";
+    item.append(element("div", "meta", `${writer} · writing…`), element("div", "body"));
     drafts.set(turnId, item);
     $("messages").append(item);
   }

@@ -115,6 +115,12 @@ NON_TESTER_CALLS: dict[str, Callable[[Actor], Any]] = {
         actor, claim_id=1, turn_id=1, failure="f", transient=False
     ),
     "step.begin": lambda actor: steps.begin_step(actor, claim_id=1, turn_id=1, call=TOOL_CALL),
+    "message.consult": lambda actor: actions.consult(
+        actor, claim_id=1, turn_id=1, to="reviewer", body="b"
+    ),
+    "message.consult_expire": lambda actor: actions.expire_consultation(
+        actor, claim_id=1, consult_id=1, failure="f"
+    ),
     "step.call": lambda actor: steps.call_tool(
         actor, claim_id=1, turn_id=1, call=TOOL_CALL, toolbox=Toolbox()
     ),

@@ -13,10 +13,11 @@ from django.db import connection, transaction
 from broker import actions
 from broker.access import access_claim, access_thread
 from broker.actors import Actor
-from broker.models import Message, ThreadClaim, ThreadOpen, TrailRow, TurnProgress
+from broker.models import Message, Thread, ThreadClaim, ThreadOpen, TrailRow, TurnProgress
 from broker.refusals import Refusal
 from broker.runner.claims import try_claim
 from tests.broker import factories
+from tests.broker.test_consult import add_reviewer
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
@@ -55,6 +56,68 @@ def test_claim_open_by_many_runs_at_once_gives_one_claim(business, human: Actor)
     assert len([r for r in results if isinstance(r, ThreadClaim)]) == 1
     assert results.count(None) == 5
     assert ThreadClaim.objects.filter(ended_at__isnull=True).count() == 1
+
+
+def consulting(business, human: Actor) -> tuple[Thread, ThreadClaim, Message]:
+    """A human's thread whose assistant run, answering, has asked `reviewer` (R23)."""
+    add_reviewer(business)
+    thread = factories.thread(human, factories.project(human), "t")
+    turn = actions.send_to_thread(human, thread_id=thread.pk, body="hi").message
+    asking = Actor.assistant_run(business_id=business.pk, instance="assistant", run="asking")
+    claim = factories.claim(asking, thread)
+    actions.start_turn(asking, claim_id=claim.pk, turn_id=turn.pk)
+    question = actions.consult(
+        asking, claim_id=claim.pk, turn_id=turn.pk, to="reviewer", body="ok?"
+    )
+    return thread, claim, question
+
+
+def test_consulted_instance_claims_beside_the_thread_one_claim_each(business, human: Actor) -> None:
+    """R23: runs of the thread's instance and of an instance it consults race for the same
+    thread: one open claim for each instance, never two for one."""
+    thread, _, _ = consulting(business, human)
+    runs = [
+        Actor.assistant_run(business_id=business.pk, instance=instance, run=f"{instance}-{i}")
+        for i in range(3)
+        for instance in ("assistant", "reviewer")
+    ]
+    results = race(*(lambda run=run: try_claim(run, thread_id=thread.pk) for run in runs))
+    won = [r for r in results if isinstance(r, ThreadClaim)]
+    assert [claim.instance.name for claim in won] == ["reviewer"]
+    open_claims = ThreadClaim.objects.filter(ended_at__isnull=True)
+    assert sorted(open_claims.values_list("instance__name", flat=True)) == ["assistant", "reviewer"]
+
+
+@pytest.mark.parametrize("attempt", range(3))
+def test_stop_racing_a_consultation_answer_never_leaves_an_answer_after_the_stop(
+    attempt: int, business, human: Actor
+) -> None:
+    """R13, R23: the human's stop of the asking instance races the consulted run's answer;
+    the answer lands before the stop or not at all, and the chain ends either way."""
+    thread, claim, question = consulting(business, human)
+    consulted = Actor.assistant_run(business_id=business.pk, instance="reviewer", run="rev")
+    review = factories.claim(consulted, thread)
+    actions.start_turn(consulted, claim_id=review.pk, turn_id=question.pk)
+    stop, answer = race(
+        lambda: actions.stop_assistant(human, instance="assistant"),
+        lambda: actions.send_message(
+            consulted,
+            to="assistant",
+            body="fine",
+            message_class="RESULT",
+            in_reply_to=question.pk,
+            claim_id=review.pk,
+        ),
+    )
+    assert not ThreadClaim.objects.filter(ended_at__isnull=True).exists()
+    state = Message.objects.select_related("progress").get(pk=question.pk).reply_state
+    if isinstance(answer, Refusal):
+        assert answer.code == "claim-ended" and state == "stopped"
+        assert not Message.objects.filter(message_class="RESULT").exists()
+    else:
+        assert state == "answered"
+        assert answer.created_at <= ThreadClaim.objects.get(pk=review.pk).ended_at
+    assert {c.pk for c in stop.claims} >= {claim.pk}
 
 
 @pytest.mark.parametrize("attempt", range(5))

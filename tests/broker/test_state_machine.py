@@ -599,10 +599,10 @@ class BrokerMachine(RuleBasedStateMachine):
                 ), ("R20: the tester read a row of the human's", row.pk, row.text)
 
     @invariant()
-    def one_open_claim_per_thread(self) -> None:
+    def one_open_claim_per_thread_instance(self) -> None:
         doubled = (
             ThreadClaim.objects.filter(ended_at__isnull=True)
-            .values("thread")
+            .values("thread", "instance")
             .annotate(n=Count("pk"))
             .filter(n__gt=1)
         )

@@ -163,14 +163,18 @@ def add_reviewer(business: Business, *, receive_from: list[str]) -> None:
 def test_send_message_within_the_lists_is_stored_in_the_thread(
     business: Business, human: Actor, assistant_run: Actor
 ) -> None:
-    """R8: a message to another instance both lists allow lands in the run's thread."""
-    RoleDefinition.objects.filter(name="assistant").update(send_to=["human", "reviewer"])
+    """R8, R23: a message to another instance both lists allow, both ways, lands in the run's
+    thread, as a turn of that instance's (a consultation)."""
+    RoleDefinition.objects.filter(name="assistant").update(
+        send_to=["human", "reviewer"], receive_from=["human", "reviewer"]
+    )
     add_reviewer(business, receive_from=["assistant"])
     thread, turn, claim = working_turn(human, assistant_run)
     step = make(assistant_run, claim, turn, call("send_message", {"to": "reviewer", "body": "ok?"}))
     message = Message.objects.get(to_role="reviewer")
     assert step.outcome == "ok" and step.result == {"message": message.pk, "to": "reviewer"}
     assert (message.thread_id, message.from_role, message.body) == (thread.pk, "assistant", "ok?")
+    assert message.message_class == "REQUEST"
 
 
 def test_send_message_outside_the_lists_is_refused_with_nothing_stored(

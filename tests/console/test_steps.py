@@ -163,7 +163,8 @@ REFUSED = {
 }
 NOT_RUN = {"error": "unknown-tool", "detail": "There is no tool called book_venue."}
 LINES = [
-    (step("a", "send_message", "ok", {"message": 7, "to": "reviewer"}), "Sent to reviewer"),
+    (step("a", "send_message", "ok", {"message": 7, "to": "reviewer"}), "Asked reviewer"),
+    (step("a2", "send_message", "ok", {"message": 8, "to": "human"}), "Sent to human"),
     (step("b", "ask_human", "ok", {"decision": 5}), "Asked the human · decision #5"),
     (step("c", "create_task", None, None), "Calling create_task…"),
     (step("d", "book_venue", "error", NOT_RUN), "Not run · There is no tool called book_venue."),
@@ -217,16 +218,14 @@ def test_started_card_gives_way_to_its_ended_card_in_place(open_console: OpenCon
     )
     ended = {**started, "outcome": "ok", "result": {"message": 9, "to": "reviewer"}}
     frame(ended)
-    expect(step_cards(page).locator("summary")).to_have_text(
-        [CARD_LINE["human"], "Sent to reviewer"]
-    )
+    expect(step_cards(page).locator("summary")).to_have_text([CARD_LINE["human"], "Asked reviewer"])
     # Frames are read in order: once the next call shows, the late start was read before it.
     frame(started)
     last = step("last", "ask_human", None, None, arguments={"question": "which date?"})
     last["started_at"] = "2999-01-01T00:00:01Z"
     frame(last)
     expect(step_cards(page).locator("summary")).to_have_text(
-        [CARD_LINE["human"], "Sent to reviewer", "Calling ask_human…"]
+        [CARD_LINE["human"], "Asked reviewer", "Calling ask_human…"]
     )
 
 
