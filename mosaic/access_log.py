@@ -1,4 +1,4 @@
-"""One log line per request (README, Logs), written at the edge of every listener.
+"""One log line per request (docs/operations.md, Logs), written at the edge of every listener.
 
 The line is written once the request ends, whatever answered it: a chat view, a page, a static
 file, a probe, or a refusal made before any view (L1, L8, `too-large`, a busy server's 503). What

@@ -281,7 +281,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # Connections come from a bounded pool per process (psycopg_pool) and go back to it when a
     # request, a socket's read or a run's step ends: the sum over processes of
-    # MOSAIC_DB_POOL_SIZE stays under the server's max_connections (README, Scale-out).
+    # MOSAIC_DB_POOL_SIZE stays under the server's max_connections (docs/operations.md, Scale-out).
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
         "min_size": 1,
         "max_size": MOSAIC_DB_POOL_SIZE,

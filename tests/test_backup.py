@@ -2,8 +2,9 @@
 
 SQLite: `manage.py backupdb` copies the database of a serving server whose tester keeps sending
 turns (and whose runner keeps answering them); the copy is whole, holds a prefix of the turns in
-the order they committed, and serves once restored. PostgreSQL: the README's procedure, pg_dump
-while the server writes, pg_restore into a fresh database, and `make run`'s steps serve it.
+the order they committed, and serves once restored. PostgreSQL: the procedure of
+docs/operations.md, pg_dump while the server writes, pg_restore into a fresh database, and
+`make run`'s steps serve it.
 """
 
 from __future__ import annotations

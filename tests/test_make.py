@@ -177,7 +177,7 @@ def test_documented_make_targets_each_run_in_ci_or_a_test() -> None:
 
 
 def test_ci_runs_deploy_check() -> None:
-    """`make deploy-check` (README, Production) runs in CI as typed."""
+    """`make deploy-check` (docs/operations.md, Production) runs in CI as typed."""
     assert "deploy-check" in ci_targets()
 
 

@@ -5,7 +5,7 @@ stream until the sign-in has ended (`tests.revocation_scenario`). Sign-out reach
 through its own request; the ways that run in another process (`manage.py shell`,
 `clearsessions`) reach it through the shared channel layer, so they run in the Redis pass: an
 embedded server with the in-memory layer hears other processes' revocations only at its
-sockets' next check (docs/decisions.md).
+sockets' next check (docs/decisions/sessions-and-sign-in.md).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ by id, on every database.
 Django's `icontains` reads `UPPER(column) LIKE UPPER(pattern)` on PostgreSQL, so each index is
 on that expression, with `pg_trgm`'s operator class: a search for a word anywhere in a text
 reads the index instead of every row. PostgreSQL only: SQLite has no such index (its search
-reads the table; docs/decisions.md states the bound), and indexes declared on the models would
+reads the table; docs/decisions/admin.md states the bound), and indexes declared on the models would
 be created there too, so these are plain SQL, run on PostgreSQL alone.
 """
 

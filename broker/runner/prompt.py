@@ -37,7 +37,7 @@ MIN_TURN_TOKENS = 64
 # An unanswered turn (stopped, failed) is followed by this, so the roles still alternate.
 NO_REPLY = "[No reply to this message.]"
 # A turn stopped mid-reply: what the reply had written, then this, so the model knows it was cut
-# there by its user and can continue it when asked (docs/decisions.md).
+# there by its user and can continue it when asked (docs/decisions/prompts.md).
 STOPPED_NOTE = "[The user stopped this reply here.]"
 # The system prompt lists the thread's notices (R17) under this line.
 NOTICES_HEADING = (

@@ -2,7 +2,7 @@
 // steps (SPEC §7.2), as
 // Markdown or as JSON, downloaded as a file. Built here from the thread's messages API, every
 // page of it, so it goes through the same checks as reading the thread (R1, both listeners'
-// gates) and needs no route of its own (docs/decisions.md).
+// gates) and needs no route of its own (docs/decisions/console.md).
 
 import { get, query } from "./api.js";
 import { state } from "./page.js";

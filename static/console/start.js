@@ -7,7 +7,7 @@
 import { ApiError, get, query, write } from "./api.js";
 import { $, state } from "./page.js";
 
-// The project a chat started with no project in view goes to (docs/decisions.md).
+// The project a chat started with no project in view goes to (docs/decisions/console.md).
 export const DEFAULT_PROJECT = "Chats";
 // A name is the message's first words: a line of the list, not the message again.
 const NAME_WORDS = 8;

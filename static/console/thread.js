@@ -30,7 +30,8 @@ let generation = 0;
 let failedThread = null;
 const drafts = new Map(); // turn id → the <li> of the reply being written
 
-// RESULTs are rendered as markdown; turns people typed show as typed (docs/decisions.md).
+// RESULTs are rendered as markdown; turns people typed show as typed
+// (docs/decisions/console-markdown.md).
 const RENDERED_CLASSES = new Set(["RESULT"]);
 
 function rawToggle(message, item) {

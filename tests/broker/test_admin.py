@@ -437,7 +437,7 @@ def stored(model: type[Model]) -> list[dict[str, Any]]:
 def test_admin_change_page_offers_no_save_or_delete(
     admin_client: Client, records: Records, model: type[Model]
 ) -> None:
-    """Append-only rows (and every other row: see docs/decisions.md) are shown read-only."""
+    """Append-only rows (and every other row: see docs/decisions/admin.md) are shown read-only."""
     row = model._default_manager.first()
     response = admin_client.get(change_url(model, row.pk))
     content = response.content.decode()

@@ -93,7 +93,7 @@ def test_install_brings_no_django(client_venv: Path, outside: Path) -> None:
 def test_mosaic_test_runs_the_example_suites(
     client_venv: Path, outside: Path, live: Served
 ) -> None:
-    """The README's example command, as typed, against `make run`'s offline backend."""
+    """The example command of docs/testing.md, as typed, against `make run`'s offline backend."""
     ran = run(client_venv, "mosaic-test", "conversations", cwd=outside, url=live.url)
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert "PASS  offline assistant · greets, then counts the turns (2 turns) · 3/3 pass" in (

@@ -3,7 +3,8 @@
 SQLite's online backup API copies the database as one read transaction sees it: writers go on
 meanwhile (WAL), and the copy holds every transaction committed before it began and none after.
 The copy is written beside PATH and renamed into place once whole, so PATH never holds half a
-database. PostgreSQL has its own tools for this (`pg_dump`; README, "Backup and restore").
+database. PostgreSQL has its own tools for this (`pg_dump`; docs/operations.md, "Backup and
+restore").
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ class Command(BaseCommand):
         if connection.vendor != "sqlite":
             raise CommandError(
                 f"backupdb copies a SQLite database; this one is {connection.vendor}. "
-                "Back PostgreSQL up with pg_dump (README, Backup and restore)."
+                "Back PostgreSQL up with pg_dump (docs/operations.md, Backup and restore)."
             )
         target = Path(options["path"])
         if target.exists():

@@ -31,15 +31,15 @@ APPLICATIONS = {
     "tester": "mosaic.asgi:tester_application",
     "ops": "mosaic.asgi:ops_application",
 }
-# The ops listener's address: loopback, always (README, Metrics).
+# The ops listener's address: loopback, always (docs/operations.md, Metrics).
 OPS_HOST = "127.0.0.1"
 
 
 class OneLineServer(BoundedServer):
     """daphne refusing oversized bodies as they arrive (`mosaic.body_limit`), without its access
-    log. Each request's one line is the listeners' own (README, Logs): the chat API's L6 line
-    naming its user, a line for every other request; daphne's line for the same request made
-    two."""
+    log. Each request's one line is the listeners' own (docs/operations.md, Logs): the chat
+    API's L6 line naming its user, a line for every other request; daphne's line for the same
+    request made two."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs["action_logger"] = None

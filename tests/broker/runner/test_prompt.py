@@ -125,7 +125,7 @@ def test_prompt_turns_with_no_reply_in_a_row_each_get_placeholder() -> None:
 
 
 def test_prompt_turn_stopped_mid_reply_carries_its_partial_reply_marked_stopped() -> None:
-    """SPEC §7.1, docs/decisions.md: a stopped turn's partial reply is the next prompt's
+    """SPEC §7.1, docs/decisions/prompts.md: a stopped turn's partial reply is the next prompt's
     assistant message, marked as stopped there, so "go on" can continue it; a turn stopped
     before any text keeps the placeholder."""
     transcript = Transcript().turn("tell a story")
