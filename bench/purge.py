@@ -1,4 +1,4 @@
-"""Issue 26's figure: how long the tester-data purge takes over many tester messages.
+"""The purge's figure: how long the tester-data purge takes over many tester messages.
 
 `python -m bench.purge THREADS MESSAGES` (with the product's DATABASE_URL, migrated, with the
 demo business) seeds a project of THREADS tester threads and MESSAGES turns as P4 does

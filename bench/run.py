@@ -867,7 +867,7 @@ def p4(run: Run, template: Path) -> None:
 
 
 def p8(run: Run, database: str, setup: str) -> None:
-    """P8 (issue 26): staff reads and the Console's reads at a million rows (`staff_reads`)."""
+    """P8: staff reads and the Console's reads at a million rows (`staff_reads`)."""
     plan = run.plan
     seeded = seed(database, plan.p8_threads, plan.p8_messages, "--trail")
     run.log(

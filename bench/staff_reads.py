@@ -1,4 +1,4 @@
-"""P8: staff reads at a million rows (issue 26) — admin's thread page, lists and searches, and
+"""P8: staff reads at a million rows — admin's thread page, lists and searches, and
 the Consoles' thread list, message page and message-text search.
 
 The database is seeded by `bench.seed THREADS MESSAGES --trail` (a tenth of the messages in one
@@ -21,7 +21,7 @@ from typing import Any
 from bench import processes as proc
 from bench.stats import summary
 
-# Issue 26's targets: each page's p50, and the thread page's size.
+# The targets of staff reads at a million rows: each page's p50, and the thread page's size.
 PAGE_P50_MS = 300.0
 THREAD_PAGE_BYTES = 1_000_000
 STAFF = "staff"  # the demo's staff superuser (`setupdemo`), its password the bench's
@@ -129,7 +129,7 @@ def measure(server: proc.Process, seeded: dict[str, Any], requests: int) -> dict
 def rows_and_verdicts(
     figures: dict[str, Any], setup: str
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The section's table rows and its verdicts against issue 26's targets."""
+    """The section's table rows and its verdicts against the targets above."""
     from bench import report
 
     rows = [

@@ -29,38 +29,58 @@ R = TypeVar("R")
 
 # Every verb of the broker and the kinds of actor it serves; R22's list is in policy.
 VERBS: dict[str, frozenset[ActorKind]] = {}
+# A verb that R22 and the tester switch treat as another (`counts_as`), mapped to that verb.
+COUNTS_AS: dict[str, str] = {}
+# The verbs whose own read carries the tester switch (`switch_in_read`).
+_SWITCH_IN_READ: set[str] = set()
 
 
 def verb(
-    name: str, *kinds: ActorKind, switch_in_read: bool = False
+    name: str, *kinds: ActorKind, switch_in_read: bool = False, counts_as: str | None = None
 ) -> Callable[[Callable[Concatenate[Actor, P], R]], Callable[Concatenate[Actor, P], R]]:
-    """Declare a broker verb served to `kinds` of actor.
+    """Declare a broker verb served to `kinds` of actor; a name declared twice raises.
 
     `switch_in_read`: the verb's own read refuses the tester while it is off — `access_thread`
     from the thread's own row, the trail's read by reading the tester's rows only while it is
     on — so the verb costs no separate switch read.
+
+    `counts_as`: the verb is another face of that one, declared before it: it serves the same
+    kinds with the same switch, and R22 allows or refuses it, and its refusals are logged, as
+    that verb.
     """
+    if name in VERBS:
+        raise ValueError(f"The verb {name!r} is declared twice.")
+    if counts_as is not None:
+        if kinds or switch_in_read or counts_as not in VERBS or counts_as in COUNTS_AS:
+            raise ValueError(f"{name!r} counts as {counts_as!r}: declare only that verb first.")
+        kinds = tuple(VERBS[counts_as])
+        switch_in_read = counts_as in _SWITCH_IN_READ
     allowed = frozenset(kinds)
+    decided_as = counts_as or name
 
     def decorate(func: Callable[Concatenate[Actor, P], R]) -> Callable[Concatenate[Actor, P], R]:
         @functools.wraps(func)
         def checked(actor: Actor, /, *args: P.args, **kwargs: P.kwargs) -> R:
             try:
-                access_verb(actor, name, allowed, switch=not switch_in_read)
+                access_verb(actor, decided_as, allowed, switch=not switch_in_read)
                 return func(actor, *args, **kwargs)
             except Refusal as refusal:
                 security_log.info(
                     "refused verb=%s code=%s actor=%s business=%s",
-                    name,
+                    decided_as,
                     refusal.code,
                     actor,
                     actor.business_id,
                 )
                 raise
 
-        VERBS[name] = allowed
         return checked
 
+    VERBS[name] = allowed
+    if counts_as is not None:
+        COUNTS_AS[name] = counts_as
+    if switch_in_read:
+        _SWITCH_IN_READ.add(name)
     return decorate
 
 

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
@@ -267,6 +268,12 @@ def do_record_message(
     return message
 
 
+def do_record_event(business_id: int, kind: EventKind, body: dict[str, Any]) -> Event:
+    """Store one event of the business's log, of `kind`. Precondition: inside the transaction
+    that stores what it records."""
+    return Event.objects.create(business_id=business_id, kind=kind, body=body)
+
+
 # The ends that stop turns (R13, R14): the verbs that end claims so stop the turns as well.
 STOPS = (ClaimEnd.STOPPED, ClaimEnd.INSTANCE_ENDED)
 
@@ -287,10 +294,10 @@ def do_end_claim(
     thread = claim.thread
     if how not in STOPS:
         replies.do_release_working(thread.pk)
-    Event.objects.create(
-        business_id=thread.project.business_id,
-        kind=EventKind.CLAIM_ENDED,
-        body={
+    do_record_event(
+        thread.project.business_id,
+        EventKind.CLAIM_ENDED,
+        {
             "claim": claim.pk,
             "thread": thread.pk,
             "run": claim.run,
@@ -419,10 +426,10 @@ def send_to_thread(actor: Actor, *, thread_id: int, body: object, via: Via = Via
         )
         request = None
         if actor.is_human:
-            request = Event.objects.create(
-                business_id=actor.business_id,
-                kind=EventKind.HUMAN_INPUT,
-                body={"thread": thread.pk, "by": actor.username},
+            request = do_record_event(
+                actor.business_id,
+                EventKind.HUMAN_INPUT,
+                {"thread": thread.pk, "by": actor.username},
             )
         message = do_record_message(
             actor,
@@ -510,12 +517,12 @@ def do_record_thread_change(actor: Actor, thread: Thread, *, kind: TrailKind, te
     )
 
 
-@verb("thread.open", HUMAN_KIND, TESTER_KIND, switch_in_read=True)
+@verb("thread.mark_read", counts_as="thread.open")
 def mark_read(actor: Actor, *, thread_id: int, up_to: int) -> Thread:
     """R1: move the owner's read mark of its own thread forward to message `up_to`, which must
     be a message of that thread (else `invalid`); an older one leaves the mark where it is.
 
-    Reading is opening (`thread.open`, the same verb): the mark is the newest message the owner
+    Reading is opening (it counts as `thread.open`): the mark is the newest message the owner
     has opened. It is not bus traffic and writes no trail row. Returns the thread as its list
     shows it.
     """
@@ -739,10 +746,10 @@ def end_instance(actor: Actor, *, instance: str) -> list[ThreadClaim]:
             .filter(business_id=actor.business_id, to_role=target.name)
             .values_list("pk", "thread_id")
         )
-        Event.objects.create(
-            business_id=actor.business_id,
-            kind=EventKind.INSTANCE_ENDED,
-            body={"instance": target.name, "by": actor.username, "claims": [c.pk for c in ended]},
+        do_record_event(
+            actor.business_id,
+            EventKind.INSTANCE_ENDED,
+            {"instance": target.name, "by": actor.username, "claims": [c.pk for c in ended]},
         )
         do_record_trail(
             business_id=actor.business_id,
@@ -789,10 +796,10 @@ def open_claim(actor: Actor, *, thread_id: int) -> ThreadClaim | None:
             instance=instance,
             lease_expires_at=lease_deadline(),
         )
-        Event.objects.create(
-            business_id=actor.business_id,
-            kind=EventKind.CLAIM_OPENED,
-            body={"claim": claim.pk, "thread": thread.pk, "run": actor.run},
+        do_record_event(
+            actor.business_id,
+            EventKind.CLAIM_OPENED,
+            {"claim": claim.pk, "thread": thread.pk, "run": actor.run},
         )
         return claim
 
@@ -937,10 +944,10 @@ def create_task(actor: Actor, *, claim_id: int, request_id: int | None, title: o
         task = Task.objects.create(
             business_id=actor.business_id, request=request, title=clean, created_by_run=actor.run
         )
-        Event.objects.create(
-            business_id=actor.business_id,
-            kind=EventKind.TASK_CREATED,
-            body={"task": task.pk, "request": request.pk, "run": actor.run},
+        do_record_event(
+            actor.business_id,
+            EventKind.TASK_CREATED,
+            {"task": task.pk, "request": request.pk, "run": actor.run},
         )
         return task
 
@@ -972,10 +979,10 @@ def create_decision(
             route_to=route_to,
             body=text,
         )
-        Event.objects.create(
-            business_id=actor.business_id,
-            kind=EventKind.DECISION_CREATED,
-            body={"decision": decision.pk, "run": actor.run, "route_to": route_to},
+        do_record_event(
+            actor.business_id,
+            EventKind.DECISION_CREATED,
+            {"decision": decision.pk, "run": actor.run, "route_to": route_to},
         )
         do_record_trail(
             business_id=actor.business_id,

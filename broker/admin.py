@@ -202,16 +202,16 @@ class TaskThreadFilter(ThreadRowsFilter):
         return queryset.filter(request__body__thread=thread_id)
 
 
-class ClaimStateFilter(admin.SimpleListFilter):
-    """Open claims (a run holds the thread) or ended ones."""
+class EndedStateFilter(admin.SimpleListFilter):
+    """Rows not ended yet (`?state=open`, labelled `open_label`) or ended (`ended_at`)."""
 
-    title = "claim"
     parameter_name = "state"
+    open_label = "open"
 
     def lookups(
         self, request: HttpRequest, model_admin: admin.ModelAdmin[Any]
     ) -> list[tuple[str, str]]:
-        return [("open", "open"), ("ended", "ended")]
+        return [("open", self.open_label), ("ended", "ended")]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
         if self.value() == "open":
@@ -219,6 +219,12 @@ class ClaimStateFilter(admin.SimpleListFilter):
         if self.value() == "ended":
             return queryset.filter(ended_at__isnull=False)
         return queryset
+
+
+class ClaimStateFilter(EndedStateFilter):
+    """Open claims (a run holds the thread) or ended ones."""
+
+    title = "claim"
 
 
 class BusinessScopedFilter(admin.RelatedFieldListFilter):
@@ -729,23 +735,11 @@ class IdempotentWriteAdmin(ReadOnlyAdmin):
 # --- the tester's suite runs -------------------------------------------------------------
 
 
-class SuiteRunStateFilter(admin.SimpleListFilter):
+class SuiteRunStateFilter(EndedStateFilter):
     """Runs still recording cases, or ended."""
 
     title = "run"
-    parameter_name = "state"
-
-    def lookups(
-        self, request: HttpRequest, model_admin: admin.ModelAdmin[Any]
-    ) -> list[tuple[str, str]]:
-        return [("open", "not ended"), ("ended", "ended")]
-
-    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
-        if self.value() == "open":
-            return queryset.filter(ended_at__isnull=True)
-        if self.value() == "ended":
-            return queryset.filter(ended_at__isnull=False)
-        return queryset
+    open_label = "not ended"
 
 
 @admin.register(SuiteRun)

@@ -1,4 +1,4 @@
-"""Admin pages bounded by design at any table size (issue 26).
+"""Admin pages bounded by design at any table size.
 
 A list counts its rows only up to COUNT_CAP (a LIMIT inside the count, never a `COUNT(*)` over
 a table of a million rows), and a thread's page shows the newest INLINE_ROWS rows of each kind

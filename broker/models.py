@@ -63,7 +63,6 @@ class ReplyState(models.TextChoices):
 
 # The states that are pending work; the others are final and never change again.
 OWED = (ReplyState.PENDING, ReplyState.WORKING, ReplyState.RETRYING)
-FINAL = (ReplyState.ANSWERED, ReplyState.STOPPED, ReplyState.FAILED)
 
 
 class StepOutcome(models.TextChoices):

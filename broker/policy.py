@@ -13,9 +13,9 @@ from broker import refusals
 from broker.actors import Actor, ActorKind
 from broker.models import HUMAN, TESTER
 
-# R22: the verbs the tester may call (the seed's TESTER_VERBS), whatever the transport; renaming
-# and archiving its own threads among them (issue #15), and storing and reading the history of
-# its conversation-test runs (`broker.suite_runs`, the tester's alone).
+# R22: the verbs the tester may call, whatever the transport; renaming and archiving its own
+# threads among them, and storing and reading the history of its conversation-test runs
+# (`broker.suite_runs`, the tester's alone).
 TESTER_VERBS = frozenset(
     {
         "project.create",

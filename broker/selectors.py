@@ -244,11 +244,11 @@ class ReplyView:
     calling: dict[str, Any] | None = None
 
 
-@verb("thread.messages", HUMAN_KIND, TESTER_KIND, switch_in_read=True)
+@verb("thread.replies", counts_as="thread.messages")
 def thread_replies(actor: Actor, *, thread_id: int, known: Collection[int] = ()) -> list[ReplyView]:
     """R1: the replies of the actor's own thread still owed, and of the `known` turns whatever
     their state (a known RESULT names its turn), oldest first. The reply state is part of the
-    message shape, so this is the same verb as reading the messages."""
+    message shape, so R22 counts this as reading the messages (`thread.messages`)."""
     thread = access_thread(actor, thread_id=thread_id)
     result = Message.objects.filter(
         in_reply_to=OuterRef("pk"), message_class=MessageClass.RESULT

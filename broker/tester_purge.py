@@ -1,4 +1,4 @@
-"""The tester-data purge (issue 26): old tester threads and everything of theirs, and old
+"""The tester-data purge: old tester threads and everything of theirs, and old
 suite runs, deleted in batches; the human's rows never.
 
 Every suite run adds tester threads, and the append-only guards keep their messages, opens,

@@ -1,4 +1,4 @@
-"""A thread's rows read from its (thread, id) index, whatever the planner guesses (issue 26).
+"""A thread's rows read from its (thread, id) index, whatever the planner guesses.
 
 Asked for one thread's newest rows as `thread_id = X ORDER BY id DESC LIMIT n`, PostgreSQL drops
 `thread_id` from the ordering (it is constant) and may walk the primary key back from the newest

@@ -40,7 +40,8 @@ from chat.shared_reads import Frames, SharedReads, tick
 logger = logging.getLogger("mosaic.chat")
 
 FRAME_MAX = 4096
-BATCH = 500
+# The rows one read sends: the largest page the broker gives.
+BATCH = fields.MAX_LIMIT
 
 # Per process: the reads of every socket this server holds.
 SHARED_READS = SharedReads()

@@ -1,4 +1,4 @@
-"""An ended sign-in ends its sockets at once, in every process (issue 27).
+"""An ended sign-in ends its sockets at once, in every process.
 
 Sign-out, a deleted session (the admin, `clearsessions`, a flushed session), a changed password
 and a deactivated or deleted user each announce, once committed, which sessions or which user

@@ -43,6 +43,12 @@ _REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 # Routes of requests no Django view matched: few, so a metric's labels stay bounded.
 STATIC_ROUTE = "static"
 UNMATCHED_ROUTE = "unmatched"
+# The paths answered at the edge, before any route is matched, each its own route: the probes
+# (`mosaic.health`) and the ops listener's metrics (`mosaic.ops`).
+HEALTHZ = "/healthz"
+READYZ = "/readyz"
+METRICS = "/metrics"
+EDGE_ROUTES = frozenset({HEALTHZ, READYZ, METRICS})
 
 # Observers of each ended request (`mosaic.metrics` counts them), called with its fields.
 observers: list[Callable[[dict[str, Any]], None]] = []
@@ -89,7 +95,7 @@ def actor_kind(user: str | None) -> str:
 def _route_of(mark: dict[str, Any], path: str) -> str:
     if "route" in mark:
         return str(mark["route"])
-    if path in ("/healthz", "/readyz", "/metrics"):
+    if path in EDGE_ROUTES:
         return path
     return (
         STATIC_ROUTE if path.startswith(f"/{settings.STATIC_URL.lstrip('/')}") else UNMATCHED_ROUTE

@@ -1,4 +1,4 @@
-"""`GET /healthz` and `GET /readyz` (issue 26): a thin ASGI layer in front of a listener.
+"""`GET /healthz` and `GET /readyz`: a thin ASGI layer in front of a listener.
 
 They answer before any listener guard, session or Django runs (STYLE §23), so a probe needs no
 sign-in, no particular Host and no cookie, and `/healthz` touches no database. Neither body
@@ -11,36 +11,19 @@ names a version or a setting.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from broker import refusals
 from chat.errors import STATUS, UNAVAILABLE_RETRY_AFTER, body
-from mosaic.access_log import ASGIApp, Receive, Scope, Send
+from mosaic.access_log import HEALTHZ, READYZ, ASGIApp, Receive, Scope, Send
+from mosaic.answers import Headers, answer_json
 from mosaic.readiness import OK, readiness
 
-HEALTHZ = "/healthz"
-READYZ = "/readyz"
 PATHS = frozenset({HEALTHZ, READYZ})
 
 
-async def _answer(
-    send: Send, status: int, payload: dict[str, Any], extra: tuple[tuple[bytes, bytes], ...] = ()
-) -> None:
-    content = json.dumps(payload).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(content)).encode()),
-                (b"cache-control", b"no-store"),
-                *extra,
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": content})
+async def _answer(send: Send, status: int, payload: dict[str, Any], extra: Headers = ()) -> None:
+    await answer_json(send, status, payload, headers=((b"cache-control", b"no-store"), *extra))
 
 
 async def answer_probe(scope: Scope, send: Send) -> None:

@@ -14,9 +14,8 @@ server socket's, never a header).
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
@@ -26,18 +25,13 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from broker import refusals
 from chat.errors import STATUS, body, close_code
-from mosaic.access_log import one_line_each
+from mosaic.access_log import ASGIApp, Message, Receive, Scope, Send, one_line_each
+from mosaic.answers import answer_json
 from mosaic.health import with_probes
 from mosaic.metrics import counted_sockets
 
 if TYPE_CHECKING:
     from mosaic.handler import Workers
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 logger = logging.getLogger("mosaic.chat")
 
@@ -67,19 +61,7 @@ async def refuse(
         return
     if scope["type"] != "http":
         return
-    payload = json.dumps(body(code, detail)).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": STATUS[code],
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(payload)).encode()),
-                *headers,
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": payload})
+    await answer_json(send, STATUS[code], body(code, detail), headers=headers)
 
 
 def refuse_tester_header(app: ASGIApp) -> ASGIApp:
@@ -312,33 +294,41 @@ def tester_origins() -> list[str]:
     return [f"http://127.0.0.1:{settings.MOSAIC_TESTER_PORT}"]
 
 
-def build_human_application(django_http: ASGIApp) -> ASGIApp:
-    """The human listener: L1 first, then HTTP (Django, static files) and WebSockets (L7,
-    the session's user, or the trusted proxy's as over HTTP: L9)."""
-    from channels.auth import AuthMiddlewareStack
+def _listener(
+    name: str,
+    guard: Callable[[ASGIApp], ASGIApp],
+    django_http: ASGIApp,
+    origins: Callable[[], list[str]],
+    sockets: ASGIApp,
+) -> ASGIApp:
+    """A listener named `name`: its `guard` first, then HTTP (Django, static files) and
+    WebSockets (L7: `origins`, then `sockets`), behind the probes and one log line each."""
     from channels.routing import ProtocolTypeRouter
 
-    from chat.gates import proxy_user_sockets
-
     listener = delivering_pushes(
-        refuse_tester_header(
+        guard(
             ProtocolTypeRouter(
                 {
-                    "http": named("human", capped_body(static_files(django_http))),
+                    "http": named(name, capped_body(static_files(django_http))),
                     "websocket": unavailable_closes(
-                        named(
-                            "human",
-                            websocket_origin_only(
-                                human_origins,
-                                AuthMiddlewareStack(proxy_user_sockets(websocket_routes("human"))),
-                            ),
-                        )
+                        named(name, websocket_origin_only(origins, sockets))
                     ),
                 }
             )
         )
     )
-    return one_line_each(with_probes(counted_sockets(listener, listener="human")), listener="human")
+    return one_line_each(with_probes(counted_sockets(listener, listener=name)), listener=name)
+
+
+def build_human_application(django_http: ASGIApp) -> ASGIApp:
+    """The human listener: L1 first, then HTTP (Django, static files) and WebSockets (L7,
+    the session's user, or the trusted proxy's as over HTTP: L9)."""
+    from channels.auth import AuthMiddlewareStack
+
+    from chat.gates import proxy_user_sockets
+
+    sockets = AuthMiddlewareStack(proxy_user_sockets(websocket_routes("human")))
+    return _listener("human", refuse_tester_header, django_http, human_origins, sockets)
 
 
 def http_handler(workers: Workers) -> ASGIApp:
@@ -361,23 +351,5 @@ def plain_http_handler(workers: Workers) -> ASGIApp:
 
 def build_tester_application(django_http: ASGIApp) -> ASGIApp:
     """The tester listener: L8 first, then HTTP and WebSockets (L7); no session is read."""
-    from channels.routing import ProtocolTypeRouter
-
-    listener = delivering_pushes(
-        tester_host_only(
-            ProtocolTypeRouter(
-                {
-                    "http": named("tester", capped_body(static_files(django_http))),
-                    "websocket": unavailable_closes(
-                        named(
-                            "tester",
-                            websocket_origin_only(tester_origins, websocket_routes("tester")),
-                        )
-                    ),
-                }
-            )
-        )
-    )
-    return one_line_each(
-        with_probes(counted_sockets(listener, listener="tester")), listener="tester"
-    )
+    sockets = websocket_routes("tester")
+    return _listener("tester", tester_host_only, django_http, tester_origins, sockets)

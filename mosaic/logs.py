@@ -1,4 +1,4 @@
-"""Log formats (issue 26): plain lines, or one JSON object a line (MOSAIC_LOG_FORMAT=json).
+"""Log formats: plain lines, or one JSON object a line (MOSAIC_LOG_FORMAT=json).
 
 A request's line carries its fields (`mosaic.access_log`: listener, method, path, route,
 status, ms, actor kind, client, request id) as the record's `request`; the JSON format writes

@@ -1,4 +1,4 @@
-"""The Prometheus metrics (issue 26), defined here and nowhere else, and what moves them.
+"""The Prometheus metrics, defined here and nowhere else, and what moves them.
 
 Served as `/metrics` by the ops listener only (`mosaic.ops`). Under `manage.py cluster` every
 process writes its values to PROMETHEUS_MULTIPROC_DIR (prometheus-client's multi-process mode,

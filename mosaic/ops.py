@@ -1,4 +1,4 @@
-"""The ops listener (issue 26): `/metrics`, `/healthz` and `/readyz`, on loopback only.
+"""The ops listener: `/metrics`, `/healthz` and `/readyz`, on loopback only.
 
 It binds MOSAIC_OPS_PORT (default 7334, 0 for none) on 127.0.0.1 and answers only loopback
 clients with a loopback Host (DNS rebinding); anything else it serves is `not-found`. The
@@ -15,7 +15,8 @@ from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, 
 from prometheus_client.multiprocess import MultiProcessCollector
 
 from broker import refusals
-from mosaic.access_log import ASGIApp, Receive, Scope, Send, one_line_each
+from mosaic.access_log import METRICS, ASGIApp, Receive, Scope, Send, one_line_each
+from mosaic.answers import answer
 from mosaic.health import answer_probe, is_probe
 from mosaic.listeners import LOOPBACK, refuse
 
@@ -49,22 +50,17 @@ async def ops(scope: Scope, receive: Receive, send: Send) -> None:
     if is_probe(scope):
         await answer_probe(scope, send)
         return
-    if scope.get("method") != "GET" or scope.get("path") != "/metrics":
+    if scope.get("method") != "GET" or scope.get("path") != METRICS:
         await refuse(scope, send, refusals.NOT_FOUND, "The ops listener serves /metrics.")
         return
     content = await sync_to_async(exposition, thread_sensitive=False)()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 200,
-            "headers": [
-                (b"content-type", CONTENT_TYPE_LATEST.encode()),
-                (b"content-length", str(len(content)).encode()),
-                (b"cache-control", b"no-store"),
-            ],
-        }
+    await answer(
+        send,
+        200,
+        content,
+        content_type=CONTENT_TYPE_LATEST.encode(),
+        headers=((b"cache-control", b"no-store"),),
     )
-    await send({"type": "http.response.body", "body": content})
 
 
 def build_ops_application() -> ASGIApp:

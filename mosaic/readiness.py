@@ -1,4 +1,4 @@
-"""Readiness (issue 26): can this process serve? Three checks, each bounded in time.
+"""Readiness: can this process serve? Three checks, each bounded in time.
 
 - `database`: the database answers `SELECT 1`.
 - `migrations`: no migration is left to apply (once all are applied, a process keeps knowing it:

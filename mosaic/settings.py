@@ -14,6 +14,8 @@ from csp.constants import NONCE, NONE, SELF
 from django.conf import global_settings
 from django.core.exceptions import ImproperlyConfigured
 
+from tester.suites import DEFAULT_PORT as TESTER_DEFAULT_PORT
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 env = environ.Env()
@@ -34,7 +36,7 @@ MOSAIC_HUMAN_HOST = env.str("MOSAIC_HUMAN_HOST", default="127.0.0.1")
 MOSAIC_HUMAN_PORT = env.int("MOSAIC_HUMAN_PORT", default=7332)
 # The tester listener is loopback only: `serve` refuses any other address.
 MOSAIC_TESTER_HOST = env.str("MOSAIC_TESTER_HOST", default="127.0.0.1")
-MOSAIC_TESTER_PORT = env.int("MOSAIC_TESTER_PORT", default=7333)
+MOSAIC_TESTER_PORT = env.int("MOSAIC_TESTER_PORT", default=TESTER_DEFAULT_PORT)
 MOSAIC_HUMAN_ORIGINS = env.list(
     "MOSAIC_HUMAN_ORIGINS",
     default=[
@@ -72,7 +74,7 @@ MOSAIC_HTTP_QUEUE_SECONDS = env.float("MOSAIC_HTTP_QUEUE_SECONDS", default=1.0)
 MOSAIC_DB_POOL_SIZE = env.int("MOSAIC_DB_POOL_SIZE", default=10)
 MOSAIC_DB_POOL_TIMEOUT = env.float("MOSAIC_DB_POOL_TIMEOUT", default=2.0)
 MOSAIC_CLAIM_LEASE_SECONDS = env.float("MOSAIC_CLAIM_LEASE_SECONDS", default=30.0)
-# Runners purge tester data older than this many days, once a day (unset: never; issue 26).
+# Runners purge tester data older than this many days, once a day (unset: never).
 MOSAIC_TESTER_RETENTION_DAYS: int | None = env.int("MOSAIC_TESTER_RETENTION_DAYS", default=None)
 # SPEC §7.1: a turn is tried at most this many times; after a transient failure the next
 # attempt waits the server's Retry-After, or this many seconds doubled per attempt (jittered).

@@ -1,4 +1,4 @@
-"""The seed's mutants (SPEC §10): one-line mistakes the suite must turn red for.
+"""The mutants (SPEC §10): one-line mistakes the suite must turn red for.
 
 Each mutant is applied alone, to a copy of the project, never to the working tree. The script
 checks that the mutated text occurs exactly once (a stale mutant is an error, not a pass), runs
@@ -77,8 +77,8 @@ MUTANTS = (
         "broker/actions.py",
         (
             (
-                "        if actor.is_human:\n            request = Event",
-                "        if True:\n            request = Event",
+                "        if actor.is_human:\n            request = do_record_event",
+                "        if True:\n            request = do_record_event",
             ),
         ),
         suspects=("tests/broker/test_scenarios.py",),

@@ -60,10 +60,6 @@ CONVERTER_ARGS = "these fields' converters (datetimes, JSON) read no expression 
 SAME_LENGTHS = "the columns and their values come from one column list: always the same length"
 ONE_DATABASE = "one database: nothing reads a loaded instance's database alias"
 DEFAULT_UNREAD = "every caller passes the argument: the default is never read"
-AT_IMPORT = (
-    "a decorator's default, read at import before mutmut can switch it; applied by hand, "
-    "test_tester_verb_while_tester_off_refuses_tester_off fails"
-)
 NOT_FOUND_SENTENCE = (
     "the 404 handler answers its own sentence; the exception's message is never shown"
 )
@@ -146,7 +142,6 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
     "broker.access.x__loaded__mutmut_13": ("strict=False", SAME_LENGTHS),
     "broker.access.x__loaded__mutmut_14": ("from_db(None,", ONE_DATABASE),
     "broker.access.x_access_verb__mutmut_1": ("switch: bool = False", DEFAULT_UNREAD),
-    "broker.access.x_verb__mutmut_1": ("switch_in_read: bool = True", AT_IMPORT),
     # chat/gates.py
     "chat.gates.xǁJsonBodyǁhas_permission__mutmut_6": ('split(";", )', FIRST_PIECE),
     "chat.gates.xǁJsonBodyǁhas_permission__mutmut_9": ('split(";", 2)', FIRST_PIECE),
@@ -220,12 +215,10 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
     "mosaic.listeners.x__redirect__mutmut_22": ('"BODY"', ASGI_BODY),
     "mosaic.listeners.x_by_port__mutmut_13": ('("XXXX", None)', SERVER_HOST),
     "mosaic.listeners.x__no_such_socket__mutmut_4": ("NOT_FOUND, None)", SOCKET_DETAIL),
-    "mosaic.listeners.x_build_human_application__mutmut_18": ("None,", SOCKET_MARK),
-    "mosaic.listeners.x_build_human_application__mutmut_22": ('"XXhumanXX"', SOCKET_MARK),
-    "mosaic.listeners.x_build_human_application__mutmut_23": ('"HUMAN"', SOCKET_MARK),
-    "mosaic.listeners.x_build_tester_application__mutmut_18": ("None,", SOCKET_MARK),
-    "mosaic.listeners.x_build_tester_application__mutmut_22": ('"XXtesterXX"', SOCKET_MARK),
-    "mosaic.listeners.x_build_tester_application__mutmut_23": ('"TESTER"', SOCKET_MARK),
+    "mosaic.listeners.x__listener__mutmut_16": (
+        "named(None, websocket_origin_only",
+        SOCKET_MARK,
+    ),
     "mosaic.listeners.x_capped_body__mutmut_14": ('"headers", None)', ASGI_HEADERS),
     "mosaic.listeners.x_capped_body__mutmut_16": ('get("headers", )', ASGI_HEADERS),
     "mosaic.listeners.x_capped_body__mutmut_61": ('"more_body", None)', NOT_MORE_BODY),

@@ -1,4 +1,4 @@
-"""Issue 27's name rule: one example of each kind of character it refuses, and where it stands,
+"""The name rule: one example of each kind of character it refuses, and where it stands,
 shared by the broker's tests and the served listeners' tests. Each entry is keyed by its kind
 and holds the name and the character the refusal's sentence names (`U+XXXX`)."""
 

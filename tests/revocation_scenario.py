@@ -1,4 +1,4 @@
-"""A sign-in ended while a reply streams to its socket, over a real server (issue 27).
+"""A sign-in ended while a reply streams to its socket, over a real server.
 
 The human's thread socket shows a reply being written; the model holds its stream after the
 first words. The sign-in is ended (`revoke`), and only once that call has returned — the

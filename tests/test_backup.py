@@ -1,4 +1,4 @@
-"""Issue 26: backup and restore round trips, each while a server writes.
+"""Backup and restore round trips, each while a server writes.
 
 SQLite: `manage.py backupdb` copies the database of a serving server whose tester keeps sending
 turns (and whose runner keeps answering them); the copy is whole, holds a prefix of the turns in

@@ -1,4 +1,4 @@
-"""Issue 27 (items 1 and 6), over real sockets against `manage.py serve`: a body over
+"""Over real sockets against `manage.py serve`: a body over
 MOSAIC_REQUEST_MAX_BYTES is refused `too-large` while it arrives, never read in full nor spooled
 to a file; a malformed multipart body gets the JSON refusal of any other refused body.
 
@@ -129,7 +129,7 @@ def closed_by_server(client: socket.socket) -> bool:
 def test_declared_length_over_limit_refused_before_any_body_byte(
     server: LiveServer, spool: Path
 ) -> None:
-    """Issue 27 item 1: `Content-Length: 600000000` gets the JSON 413 to its headers alone: the
+    """`Content-Length: 600000000` gets the JSON 413 to its headers alone: the
     client has sent no byte of the body, nothing is spooled, and the server reads no more."""
     port = server.human_port
     headers = {
@@ -172,7 +172,7 @@ def test_declared_length_over_limit_with_expect_continue_gets_no_invitation(
 def test_chunked_body_refused_once_it_passes_the_limit(
     server: LiveServer, spool: Path, listener: str
 ) -> None:
-    """Issue 27 item 1: a chunked body is refused while it streams in, once past the limit:
+    """A chunked body is refused while it streams in, once past the limit:
     the JSON 413 comes before the client could push more than the limit, one read and the
     sockets' buffers, nothing is spooled, and the server then reads no more."""
     port = server.human_port if listener == "human" else server.tester_port
@@ -231,7 +231,7 @@ MALFORMED_BODY = b"not a multipart body"
 
 
 def test_malformed_multipart_to_the_api_is_refused_in_json(server: LiveServer) -> None:
-    """Issue 27 item 6: a malformed multipart body gets the API's JSON refusal of any body
+    """A malformed multipart body gets the API's JSON refusal of any body
     that is not JSON (415), not the server's bare 400, and its log line."""
     response = httpx.post(
         f"{server.human_url}/api/auth/login",
@@ -244,7 +244,7 @@ def test_malformed_multipart_to_the_api_is_refused_in_json(server: LiveServer) -
 
 
 def test_malformed_multipart_form_post_is_refused_in_json(server: LiveServer) -> None:
-    """Issue 27 item 6: admin's form posts are parsed by Django, whose parse error is the 400
+    """Admin's form posts are parsed by Django, whose parse error is the 400
     `invalid` of every malformed request, logged as any request is. The form's CSRF cookie
     is there, so that the check reads the body."""
     with httpx.Client(base_url=server.human_url, timeout=WAIT_SECONDS) as browser:

@@ -118,7 +118,7 @@ def test_body_at_limit_reaches_application_from_memory() -> None:
 
 @pytest.mark.usefixtures("limited")
 def test_form_post_is_not_parsed_by_the_server() -> None:
-    """A malformed multipart body reaches the application, which answers it (issue 27 item 6)."""
+    """A malformed multipart body reaches the application, which answers it."""
     channel, transport, server = connection()
     body = b"not a multipart body"
     channel.dataReceived(

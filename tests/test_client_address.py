@@ -1,4 +1,4 @@
-"""Issue 27 item 2: the client's address behind a trusted proxy (`mosaic.client_address`)."""
+"""The client's address behind a trusted proxy (`mosaic.client_address`)."""
 
 from __future__ import annotations
 

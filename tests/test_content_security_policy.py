@@ -1,4 +1,4 @@
-"""The Content-Security-Policy of both listeners (issue 27): every route answers with it, read
+"""The Content-Security-Policy of both listeners: every route answers with it, read
 from the urlconfs (admin's whole tree too), so a new page without it fails; it allows no inline
 or eval'd script, no plug-in, no `<base>` and no framing; the admin's one inline style runs by
 the request's own nonce."""

@@ -1,4 +1,4 @@
-"""Issue 26: `/healthz` and `/readyz` on both listeners, without sign-in, revealing nothing."""
+"""`/healthz` and `/readyz` on both listeners, without sign-in, revealing nothing."""
 
 from __future__ import annotations
 

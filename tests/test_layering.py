@@ -64,7 +64,7 @@ def imported_packages(path: Path) -> list[str]:
 
 
 def test_conversation_tests_import_neither_broker_nor_chat() -> None:
-    """Issue #16: `testassistant`, its suites and the pytest plugin speak to the tester listener
+    """`testassistant`, its suites and the pytest plugin speak to the tester listener
     only, over HTTP and WebSocket; importing the broker would let them prove what the broker
     does rather than what the listener serves."""
     tester = Path(broker.__file__).parent.parent / "tester"
@@ -83,7 +83,7 @@ def test_conversation_tests_import_neither_broker_nor_chat() -> None:
 
 
 def test_client_package_imports_only_the_standard_library_and_its_dependencies() -> None:
-    """Issue 24: `tester/suites` is installed alone as `mosaic_test` (pyproject.toml), into an
+    """`tester/suites` is installed alone as `mosaic_test` (pyproject.toml), into an
     environment without Django or this project: its modules import each other relatively, and
     otherwise only the standard library, its declared dependencies and pytest (the plugin)."""
     suites = Path(broker.__file__).parent.parent / "tester" / "suites"

@@ -57,7 +57,7 @@ def installs(commands: list[str]) -> list[str]:
 
 
 def test_make_run_installs_the_runtime_set_only() -> None:
-    """Issue 25: `make run` installs requirements.txt; the dev set is `make test`'s."""
+    """`make run` installs requirements.txt; the dev set is `make test`'s."""
     assert installs(planned_from_scratch("run")) == ["requirements.txt"]
 
 

@@ -1,4 +1,4 @@
-"""Issue 26: the ops listener serves `/metrics`, `/healthz` and `/readyz` to loopback only; the
+"""The ops listener serves `/metrics`, `/healthz` and `/readyz` to loopback only; the
 human and tester listeners never serve `/metrics`; requests and sends move the metrics."""
 
 from __future__ import annotations
@@ -179,7 +179,7 @@ def test_open_sockets_counts_from_accept_to_end() -> None:
 
 
 def test_pool_waits_are_read_at_most_once_a_second(monkeypatch) -> None:
-    """Issue 26: the pool's waits are read as requests end, but no more than once a second (a
+    """The pool's waits are read as requests end, but no more than once a second (a
     read per request was a twentieth of a request's CPU); what the pool counted in between is
     added at the next read, none lost."""
     from django.db import DEFAULT_DB_ALIAS, connections

@@ -1,4 +1,4 @@
-"""Issue 26 against a real `manage.py serve`: the probes on every listener, `/metrics` on the
+"""Against a real `manage.py serve`: the probes on every listener, `/metrics` on the
 ops listener alone and moving after a send and after its turn, and JSON log lines carrying the
 request id the response returns."""
 

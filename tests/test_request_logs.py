@@ -1,4 +1,4 @@
-"""Issue 26: one log line per request, with a request id; JSON lines; a quiet refused Host."""
+"""One log line per request, with a request id; JSON lines; a quiet refused Host."""
 
 from __future__ import annotations
 

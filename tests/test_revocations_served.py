@@ -1,4 +1,4 @@
-"""An ended sign-in closes a streaming socket of `manage.py serve` at once (issue 27).
+"""An ended sign-in closes a streaming socket of `manage.py serve` at once.
 
 One server process, its assistant answered by the suite's fake model, which holds the reply's
 stream until the sign-in has ended (`tests.revocation_scenario`). Sign-out reaches the server
@@ -96,7 +96,7 @@ def check_revocation(
 
 
 def test_sign_out_closes_a_streaming_socket_at_once(server: LiveServer, model: FakeModel) -> None:
-    """Issue 27: signed out mid-reply, the socket closes 4401 within 1 s; nothing written after
+    """Signed out mid-reply, the socket closes 4401 within 1 s; nothing written after
     the sign-out (the marker) reaches it."""
 
     async def sign_out(api: Api) -> None:
@@ -111,7 +111,7 @@ def test_sign_out_closes_a_streaming_socket_at_once(server: LiveServer, model: F
 def test_revocation_from_another_process_closes_a_streaming_socket_at_once(
     server: LiveServer, model: FakeModel, revocation: str
 ) -> None:
-    """Issue 27: a session deleted (by hand or `clearsessions`), a password changed or a user
+    """A session deleted (by hand or `clearsessions`), a password changed or a user
     deactivated by another process mid-reply: the socket closes 4401 within 1 s of the
     command's return, and nothing written after it (the marker) reaches it."""
 

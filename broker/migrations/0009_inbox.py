@@ -1,4 +1,4 @@
-"""The inbox (issue #15): a thread's archive time and read mark, a message's channel, and a
+"""The inbox: a thread's archive time and read mark, a message's channel, and a
 trail row's kind, thread name and channel.
 
 The rows stored before get their kind and thread name from their stored fields, never from

@@ -1,4 +1,4 @@
-"""The tester-data purge (issue 26): the purge permit, the trail's `tester.purged` kind, and
+"""The tester-data purge: the purge permit, the trail's `tester.purged` kind, and
 the guards again, whose delete guards now let a permitted purge of tester rows through."""
 
 from django.db import migrations, models

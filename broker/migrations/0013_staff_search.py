@@ -1,4 +1,4 @@
-"""Search at a million rows (issue 26): on PostgreSQL, trigram indexes that serve a text search
+"""Search at a million rows: on PostgreSQL, trigram indexes that serve a text search
 of message bodies and trail rows, the admin's and the Consoles' alike; and a thread's trail rows
 by id, on every database.
 

@@ -1,4 +1,4 @@
-"""Tester-data retention (issue 26): with `MOSAIC_TESTER_RETENTION_DAYS` set, a runner purges
+"""Tester-data retention: with `MOSAIC_TESTER_RETENTION_DAYS` set, a runner purges
 the tester's data older than that many days once a day (`broker.tester_purge`).
 
 Every runner of a deployment may purge: the purge works in locked batches and finds nothing left

@@ -1,4 +1,4 @@
-"""The rows of a thread's page, rendered without admin's per-field template (issue 26).
+"""The rows of a thread's page, rendered without admin's per-field template.
 
 Admin's tabular inline renders each read-only cell through a template of its own: on a thread's
 page — the newest 50 messages of twelve columns, 50 opens, 50 claims — that was most of the

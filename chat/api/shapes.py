@@ -124,7 +124,7 @@ class ProjectOut(Shape[Project]):
     id = serializers.IntegerField()
     name = serializers.CharField()
     created_at = serializers.DateTimeField()
-    # The human's Console tags the tester's projects (issue 27).
+    # The human's Console tags the tester's projects.
     creator = serializers.ChoiceField(choices=Creator.choices)
 
 
@@ -135,7 +135,7 @@ class ThreadOut(Shape[Thread]):
     owner = serializers.CharField()
     instance = serializers.CharField(source="instance.name")  # type: ignore[assignment]
     created_at = serializers.DateTimeField()
-    # The inbox (issue #15): computed by the thread list, for the owner's side.
+    # The inbox: computed by the thread list, for the owner's side.
     archived = serializers.BooleanField()
     last_message_at = serializers.DateTimeField(allow_null=True)
     preview = serializers.CharField(allow_null=True)
@@ -242,11 +242,6 @@ class OpenOut(Shape[ThreadOpen]):
     thread = serializers.IntegerField(source="thread_id")
     by = serializers.CharField()
     at = serializers.DateTimeField()
-
-
-class ActorOut(serializers.Serializer[Any]):
-    role = serializers.CharField()
-    run = serializers.CharField()
 
 
 class TrailRowOut(Shape[TrailRow]):

@@ -58,7 +58,7 @@ function forgetThread() {
 }
 
 // "New chat", from anywhere: the empty composer, whose first send starts a thread in the
-// project in view (issue 25).
+// project in view.
 function newChat() {
   moves += 1;
   forgetThread();

@@ -1,4 +1,4 @@
-// A thread's export (issue 25): every message of the open thread with its reply state and its
+// A thread's export: every message of the open thread with its reply state and its
 // steps (SPEC §7.2), as
 // Markdown or as JSON, downloaded as a file. Built here from the thread's messages API, every
 // page of it, so it goes through the same checks as reading the thread (R1, both listeners'

@@ -1,4 +1,4 @@
-// The thread scrolls like a chat (issue 25): while the reader is at the bottom, whatever lands
+// The thread scrolls like a chat: while the reader is at the bottom, whatever lands
 // or grows there — a message, a streamed draft, a turn's mark, the composer or the on-screen
 // keyboard taking room — keeps the last line of the newest message in view. A reader who
 // scrolled up stays where they are, and a "New messages ↓" button takes them down. The

@@ -1,4 +1,4 @@
-// The inbox (issue #15, the inbox contract): each thread's last activity, a one-line preview and
+// The inbox, as its contract shapes it: each thread's last activity, a one-line preview and
 // an unread count, the tab title counting unread, a read mark moved as the owner reads, and
 // rename and archive. Every part reads the contract's fields when the server sends them and
 // stays out of the way when it does not (`thread.unread ?? 0`; no `archived` field, no buttons).
@@ -80,7 +80,7 @@ export function showThreadActions(threadId) {
   if (hasInbox(thread)) $("archive").textContent = thread.archived ? "Unarchive" : "Archive";
 }
 
-// `notice` is the line beside the button or field that asked (issue 25): an error shows there,
+// `notice` is the line beside the button or field that asked: an error shows there,
 // and `focus` (the field to correct) takes the focus.
 async function patch(threadId, body, notice, focus) {
   try {

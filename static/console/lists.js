@@ -29,7 +29,7 @@ function showProjects(projects) {
     const name = element("span", "", project.name);
     name.dir = "auto";
     choice.append(name);
-    // The human's list says, in words, which projects the tester made (issue 27), as the
+    // The human's list says, in words, which projects the tester made, as the
     // human's trail tags tester traffic.
     if (project.creator === "tester" && listener === "human") {
       choice.append(" ", element("span", "tester-tag", "tester"));

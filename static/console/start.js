@@ -1,4 +1,4 @@
-// Just start typing (issue 25): with no thread open the composer is enabled, and its first send
+// Just start typing: with no thread open the composer is enabled, and its first send
 // makes the thread it goes to, in the project in view or, with none, in the default project
 // (created on first use). The thread is named from the message's first words, within the name
 // limit, and made unique by a suffix when the name is taken (`thread-exists`); it can be renamed

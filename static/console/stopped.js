@@ -1,4 +1,4 @@
-// A turn a stop ended keeps what its reply had written (SPEC §7.1, issue 25): shown right after
+// A turn a stop ended keeps what its reply had written (SPEC §7.1): shown right after
 // the turn, on the assistant's side, marked "stopped" — live from the `stopped` frame and after
 // a reload from the message shape's `partial`. It is never a reply: the turn has none.
 

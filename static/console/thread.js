@@ -143,7 +143,7 @@ export function closeThread() {
 // The draft of a chat not started yet (no thread open) is kept under this key.
 const NEW_CHAT = "new";
 
-// No thread open: the composer is ready, and its first send starts a thread (issue 25).
+// No thread open: the composer is ready, and its first send starts a thread.
 export function showBlank() {
   closeThread();
   state.threadId = null;
@@ -211,7 +211,7 @@ export async function openThread(id) {
 }
 
 onReconnect(() => {
-  // An error said beside a control is over once the server is back (issue 25).
+  // An error said beside a control is over once the server is back.
   for (const notice of document.querySelectorAll(".notice[data-kind=error]")) say(notice, "");
   if (failedThread !== null && failedThread === state.threadId) openThread(failedThread);
 });
@@ -310,7 +310,7 @@ export function composerKey(event) {
     event.preventDefault();
     send();
   } else if (event.key === "Escape" && !event.isComposing && !$("run-state").hidden) {
-    // Esc stops the reply being written in this thread, as its Stop button does (issue 25).
+    // Esc stops the reply being written in this thread, as its Stop button does.
     event.preventDefault();
     stop();
   }

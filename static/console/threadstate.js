@@ -1,4 +1,4 @@
-// What the open thread is, beside its title (issue 25): "Archived" for an archived thread, and
+// What the open thread is, beside its title: "Archived" for an archived thread, and
 // for an address that names no thread of the reader's — none at all ("Not found"), or the other
 // side's ("Not yours") — the reason, with the composer disabled. Reached by loading the page or
 // by changing the address, the answer is the same: it comes from reading the thread's messages.

@@ -5,3 +5,7 @@ plays them through the tester listener over HTTP and WebSocket (`client`), as th
 does, and reports them (`reports`). Nothing here imports the broker: what a run proves is what
 the listener serves.
 """
+
+# The tester listener's port unless `MOSAIC_TESTER_PORT` names another: the one statement of
+# it, read by the site's settings and by this client, which must not import Django to learn it.
+DEFAULT_PORT = 7333

@@ -20,16 +20,15 @@ import time
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from . import reports
+from . import DEFAULT_PORT, reports
 from .client import ListenerError, TesterClient
-from .files import SuiteFileRefused, load_suites
+from .files import REPEAT_MAX, SuiteFileRefused, load_suites
 from .html_report import write_html
 from .runner import ERROR, FAIL, CaseReport, Plan, Run, plans, run_plans
 
 FAILED_STATUS = 1
 REFUSED_STATUS = 2
 URL_VARIABLE = "MOSAIC_TESTER_URL"
-DEFAULT_PORT = 7333
 
 
 def default_url(environ: dict[str, str] | os._Environ[str] = os.environ) -> str:
@@ -80,7 +79,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "-k", dest="keyword", metavar="SUBSTRING", help="only cases whose name contains it"
     )
     parser.add_argument(
-        "--repeat", type=positive(100), metavar="N", help="run every case N times (1–100)"
+        "--repeat",
+        type=positive(REPEAT_MAX),
+        metavar="N",
+        help=f"run every case N times (1–{REPEAT_MAX})",
     )
     parser.add_argument(
         "--instance",

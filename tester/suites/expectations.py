@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from .client import Outcome, Reply, describe_no_reply
 from .files import ConversationExpect, Expect
-from .judge import Judge, Transcript, Vote
+from .judge import Judge, Transcript, Verdict, Vote
 from .matchers import Failure, json_failure, text_failure
 from .trajectories import steps_failure
 
@@ -50,12 +50,18 @@ def check_turn(
     if judge is None:
         raise ValueError("an expectation with a judge needs a judge")
     verdict = judge.grade_reply(expect.judge, transcript)
+    return judged(verdict, f"it ({expect.judge})", after=f" — the reply: {outcome.reply.body}")
+
+
+def judged(verdict: Verdict, expected: str, *, after: str = "") -> Checked:
+    """The judge's verdict as a check: when it failed, the judge was expected to pass
+    `expected` and failed it for its reasons, followed by `after`."""
     if verdict.passed:
         return Checked(None, verdict.votes)
     return Checked(
         Failure(
-            f"the judge passes it ({expect.judge})",
-            f"the judge failed it: {'; '.join(verdict.reasons)} — the reply: {outcome.reply.body}",
+            f"the judge passes {expected}",
+            f"the judge failed it: {'; '.join(verdict.reasons)}{after}",
         ),
         verdict.votes,
     )
@@ -128,12 +134,4 @@ def check_conversation(
     if judge is None:
         raise ValueError("an expectation with a judge needs a judge")
     verdict = judge.grade_conversation(expect.judge, transcript)
-    if verdict.passed:
-        return Checked(None, verdict.votes)
-    return Checked(
-        Failure(
-            f"the judge passes the conversation ({expect.judge})",
-            f"the judge failed it: {'; '.join(verdict.reasons)}",
-        ),
-        verdict.votes,
-    )
+    return judged(verdict, f"the conversation ({expect.judge})")

@@ -4,8 +4,9 @@ instance, and a `mosaic_tester` fixture for conversations written in Python.
 Installed with the package (`pip install`), pytest loads it through its `pytest11` entry point:
 no conftest line is needed. Inside the project, `pytest_plugins = ["tester.suites.pytest_plugin"]`
 does the same. Everything goes through the tester listener (`--mosaic-url`, else
-`$MOSAIC_TESTER_URL`, else `http://127.0.0.1:$MOSAIC_TESTER_PORT`, port 7333), as `mosaic-test`
-does; a listener that does not answer stops the session with one error before any test runs.
+`$MOSAIC_TESTER_URL`, else `http://127.0.0.1:$MOSAIC_TESTER_PORT`, by default `DEFAULT_PORT`),
+as `mosaic-test` does; a listener that does not answer stops the session with one error before
+any test runs.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from . import DEFAULT_PORT
 from .cli import default_url
 from .client import ConversationThread, ListenerError, Outcome, Reply, TesterClient
 from .expectations import check_turn
@@ -42,7 +44,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--mosaic-url",
         dest="mosaic_url",
         metavar="URL",
-        help="the tester listener (default: $MOSAIC_TESTER_URL, else http://127.0.0.1:7333)",
+        help=(
+            "the tester listener (default: $MOSAIC_TESTER_URL,"
+            f" else http://127.0.0.1:{DEFAULT_PORT})"
+        ),
     )
     group.addoption(
         "--mosaic-project",

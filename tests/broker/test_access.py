@@ -179,6 +179,93 @@ def test_verb_declared_records_its_kinds_and_logs_each_refusal(
     ]
 
 
+def test_verb_declared_twice_raises(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A verb's name is declared once: a second declaration raises, and the first stands."""
+    monkeypatch.setattr(access, "VERBS", {})
+
+    @access.verb("probe.echo", ActorKind.HUMAN)
+    def echo(actor: Actor) -> str:
+        return actor.role
+
+    with pytest.raises(ValueError, match="declared twice"):
+        access.verb("probe.echo", ActorKind.HUMAN, ActorKind.TESTER)
+    assert {"probe.echo": frozenset({ActorKind.HUMAN})} == access.VERBS
+
+
+@pytest.fixture
+def fresh_verbs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An empty verb table, whose tester list names only `probe.read` and `probe.opened`."""
+    monkeypatch.setattr(access, "VERBS", {})
+    monkeypatch.setattr(access, "COUNTS_AS", {})
+    monkeypatch.setattr(access, "_SWITCH_IN_READ", set())
+    monkeypatch.setattr(policy, "TESTER_VERBS", frozenset({"probe.read", "probe.opened"}))
+
+
+@pytest.mark.usefixtures("fresh_verbs")
+def test_verb_counted_as_another_is_allowed_refused_and_logged_as_it(
+    business: Business, human: Actor, tester: Actor, caplog: pytest.LogCaptureFixture
+) -> None:
+    """R22: a verb declared `counts_as` another serves that verb's kinds and is decided as
+    it: the tester's list need not name it, and its refusals are logged under that verb."""
+    caplog.set_level(logging.INFO, logger="mosaic.security")
+    access.verb("probe.read", ActorKind.HUMAN, ActorKind.TESTER)(lambda actor: None)
+
+    @access.verb("probe.peek", counts_as="probe.read")
+    def peek(actor: Actor) -> str:
+        return actor.role
+
+    assert access.VERBS["probe.peek"] == frozenset({ActorKind.HUMAN, ActorKind.TESTER})
+    assert access.COUNTS_AS == {"probe.peek": "probe.read"}
+    assert (peek(human), peek(tester)) == ("human", "tester")
+    staff = Actor.staff(business_id=business.pk, username="root")
+    assert refusal_code(lambda: peek(staff)) == refusals.NOT_FOUND
+    business.tester_enabled = False
+    business.save()
+    assert refusal_code(lambda: peek(tester)) == refusals.TESTER_OFF
+    lines = [r.getMessage() for r in caplog.records if r.name == "mosaic.security"]
+    assert [line.split(" code=")[0] for line in lines] == ["refused verb=probe.read"] * 2
+
+
+@pytest.mark.usefixtures("fresh_verbs")
+def test_verb_counted_as_one_whose_read_checks_the_switch_leaves_it_to_its_read(
+    business: Business, tester: Actor
+) -> None:
+    """A verb counted as a `switch_in_read` verb costs no switch read either: its own read
+    refuses the tester while it is off."""
+    access.verb("probe.opened", ActorKind.TESTER, switch_in_read=True)(lambda actor: None)
+
+    @access.verb("probe.glance", counts_as="probe.opened")
+    def glance(actor: Actor) -> str:
+        return actor.role
+
+    business.tester_enabled = False
+    business.save()
+    assert glance(tester) == "tester"
+
+
+@pytest.mark.usefixtures("fresh_verbs")
+@pytest.mark.parametrize(
+    ("kinds", "switch_in_read", "counts_as"),
+    [
+        ((), False, "probe.unknown"),
+        ((ActorKind.HUMAN,), False, "probe.read"),
+        ((), True, "probe.read"),
+        ((), False, "probe.peek"),
+    ],
+    ids=["unknown", "own-kinds", "own-switch", "chained"],
+)
+def test_verb_counted_as_another_takes_everything_from_it(
+    kinds: tuple[ActorKind, ...], switch_in_read: bool, counts_as: str
+) -> None:
+    """`counts_as` names a verb declared before, itself no alias, and nothing else: the kinds
+    and the switch are that verb's."""
+    access.verb("probe.read", ActorKind.HUMAN)(lambda actor: None)
+    access.verb("probe.peek", counts_as="probe.read")(lambda actor: None)
+    with pytest.raises(ValueError, match="counts as"):
+        access.verb("probe.other", *kinds, switch_in_read=switch_in_read, counts_as=counts_as)
+    assert "probe.other" not in access.VERBS
+
+
 # --- the refusals of the actor builders and the owner check (SPEC §6) --------------------
 
 

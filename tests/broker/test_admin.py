@@ -205,7 +205,7 @@ def test_thread_change_page_links_to_all_its_messages(
 def test_thread_change_page_links_to_its_trail_rows_and_tasks(
     admin_client: Client, records: Records
 ) -> None:
-    """Issue #15: a thread's page leads to its trail rows and its tasks, each list narrowed to
+    """A thread's page leads to its trail rows and its tasks, each list narrowed to
     exactly that thread's rows."""
     thread = records.human_thread
     page = admin_client.get(change_url(Thread, thread.pk)).content.decode()
@@ -259,7 +259,7 @@ def test_suite_run_pages_show_counts_and_link_to_the_runs_cases(
 def test_trail_changelist_shows_actor_kind_thread_and_channel(
     admin_client: Client, records: Records
 ) -> None:
-    """Issue #15: the trail list shows its actor (once past the page's edge) and what the
+    """The trail list shows its actor (once past the page's edge) and what the
     Console decides on."""
     response = admin_client.get(changelist(TrailRow))
     columns = response.context["cl"].list_display
@@ -273,7 +273,7 @@ def test_trail_changelist_shows_actor_kind_thread_and_channel(
 def test_admin_pages_wrap_long_bodies_and_keep_dates_on_one_line(
     admin_client: Client, records: Records, page: str
 ) -> None:
-    """Issue #15: a 3,000-character body made a thread page 21,000 px wide and dates took five
+    """A 3,000-character body made a thread page 21,000 px wide and dates took five
     lines: the broker's pages carry the rules that wrap bodies and keep times whole."""
     actions.send_to_thread(
         Actor.human(business_id=records.business.pk, username="ada"),
@@ -297,7 +297,7 @@ def test_admin_pages_wrap_long_bodies_and_keep_dates_on_one_line(
 def test_thread_page_cells_are_what_admin_shows_escaped(
     admin_client: Client, records: Records
 ) -> None:
-    """Issue 26: the thread page places its rows without admin's per-field template, and each
+    """The thread page places its rows without admin's per-field template, and each
     cell is still admin's own: the body escaped, the reply state, the empty value."""
     actions.send_to_thread(
         Actor.human(business_id=records.business.pk, username="ada"),

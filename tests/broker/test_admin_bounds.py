@@ -1,4 +1,4 @@
-"""Issue 26: admin pages bounded by design at a million rows — a thread's page shows the newest
+"""Admin pages bounded by design at a million rows — a thread's page shows the newest
 rows of each kind and links to the rest, and no list counts a whole table."""
 
 from __future__ import annotations

@@ -37,7 +37,7 @@ def code_of(call) -> str:
 def test_project_and_thread_create_name_refused_is_invalid_and_stores_nothing(
     human: Actor, tester: Actor, name: str
 ) -> None:
-    """A lone surrogate, nothing visible, and issue 27's rule: a format character anywhere (the
+    """A lone surrogate, nothing visible, and the name rule: a format character anywhere (the
     bidirectional controls among them), a space at an end, a combining mark first — `invalid`,
     nothing stored, from either side."""
     project = factories.project(human)

@@ -1,4 +1,4 @@
-"""The inbox (issue #15): rename, archive, the read mark, what the thread list computes, and
+"""The inbox: rename, archive, the read mark, what the thread list computes, and
 the trail's kinds and channels."""
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from broker import actions, policy, refusals, selectors, steps, suite_runs
-from broker.access import VERBS
+from broker.access import COUNTS_AS, VERBS
 from broker.actors import Actor, ActorKind
 from broker.models import Business, Message, Thread, ThreadOpen, TrailRow
 from broker.refusals import Refusal
@@ -32,7 +32,24 @@ THREAD_VERBS: dict[str, Callable[[Actor, int], Any]] = {
     "thread.archive": lambda actor, thread_id: actions.archive_thread(
         actor, thread_id=thread_id, archived=True
     ),
+    # Declared under their own names, decided as the verbs they count as.
+    "thread.replies": lambda actor, thread_id: selectors.thread_replies(actor, thread_id=thread_id),
+    "thread.mark_read": lambda actor, thread_id: actions.mark_read(
+        actor, thread_id=thread_id, up_to=newest_message(thread_id)
+    ),
 }
+
+
+def newest_message(thread_id: int) -> int:
+    """The newest message of a thread, 0 for none."""
+    return (
+        Message.objects.filter(thread_id=thread_id)
+        .order_by("pk")
+        .values_list("pk", flat=True)
+        .last()
+        or 0
+    )
+
 
 # (actor, owner of the thread) -> expected code, the same for every thread verb.
 THREAD_MATRIX = {
@@ -57,10 +74,14 @@ def staff(business: Business) -> Actor:
 @pytest.fixture
 def threads(human: Actor, tester: Actor) -> dict[str, int]:
     project = factories.project(human)
-    return {
+    ids = {
         "human": factories.thread(human, project, "human's").pk,
         "tester": factories.thread(tester, project, "tester's").pk,
     }
+    # A turn in each, for a read mark to name.
+    actions.send_to_thread(human, thread_id=ids["human"], body="first")
+    actions.send_to_thread(tester, thread_id=ids["tester"], body="first")
+    return ids
 
 
 @pytest.mark.parametrize("verb", sorted(THREAD_VERBS))
@@ -130,7 +151,42 @@ NON_TESTER_CALLS: dict[str, Callable[[Actor], Any]] = {
 def test_tester_verbs_list_names_only_declared_verbs() -> None:
     """R22: the explicit list names real verbs, and every other verb is in the table below."""
     assert set(VERBS) >= policy.TESTER_VERBS
-    assert set(VERBS) - policy.TESTER_VERBS == set(NON_TESTER_CALLS)
+    assert set(VERBS) - policy.TESTER_VERBS - set(COUNTS_AS) == set(NON_TESTER_CALLS)
+
+
+# The verbs declared under their own names that R22 decides as another verb.
+COUNTED_CALLS: dict[str, Callable[[Actor], Any]] = {
+    "thread.replies": lambda actor: selectors.thread_replies(actor, thread_id=1),
+    "thread.mark_read": lambda actor: actions.mark_read(actor, thread_id=1, up_to=1),
+}
+
+
+def test_each_verb_counted_as_another_counts_as_a_tester_verb() -> None:
+    """R22 knows no verb by the name it is declared under when it counts as another: each
+    counts as a verb of the tester's list, declared with the same kinds."""
+    assert COUNTS_AS == {"thread.replies": "thread.messages", "thread.mark_read": "thread.open"}
+    assert set(COUNTED_CALLS) == set(COUNTS_AS)
+    for name, counted_as in COUNTS_AS.items():
+        assert counted_as in policy.TESTER_VERBS
+        assert VERBS[name] == VERBS[counted_as]
+
+
+@pytest.mark.parametrize("verb", sorted(COUNTED_CALLS))
+def test_counted_verb_is_refused_as_the_verb_it_counts_as(
+    monkeypatch: pytest.MonkeyPatch, business: Business, tester: Actor, verb: str
+) -> None:
+    """Off the tester's list the verb it counts as takes it with it (`tester-refused`); while
+    the tester is off it is refused `tester-off`, as that verb is."""
+    monkeypatch.setattr(policy, "TESTER_VERBS", policy.TESTER_VERBS - {COUNTS_AS[verb]})
+    with pytest.raises(Refusal) as refusal:
+        COUNTED_CALLS[verb](tester)
+    assert refusal.value.code == refusals.TESTER_REFUSED
+    monkeypatch.undo()
+    business.tester_enabled = False
+    business.save()
+    with pytest.raises(Refusal) as refusal:
+        COUNTED_CALLS[verb](tester)
+    assert refusal.value.code == refusals.TESTER_OFF
 
 
 @pytest.mark.parametrize("verb", sorted(NON_TESTER_CALLS))
@@ -191,6 +247,7 @@ def test_tester_verb_while_tester_off_refuses_tester_off(
 )
 def test_verb_declares_who_it_serves(verb: str, kinds: frozenset[ActorKind]) -> None:
     """Runs never call human verbs and the human never run verbs: each verb names its callers."""
+    verb = COUNTS_AS.get(verb, verb)
     human_verbs = {
         "project.create",
         "project.list",

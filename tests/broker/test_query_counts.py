@@ -126,7 +126,7 @@ def test_list_threads_hundreds_of_threads_same_query_count(side, seeded) -> None
 
 @pytest.mark.parametrize("archived", ["false", "true"])
 def test_list_threads_inbox_fields_same_query_count(side, seeded, archived: str) -> None:
-    """P4 with the inbox (issue #15): last activity, preview and unread are read in the list's
+    """P4 with the inbox: last activity, preview and unread are read in the list's
     own query — long threads, replies, read marks and archived threads add no query."""
     client, actor = side
     project = seeded["project"]

@@ -1,4 +1,4 @@
-"""The seed's acceptance scenarios T1–T7 at the broker level (SPEC §10)."""
+"""The acceptance scenarios T1–T7 at the broker level (SPEC §10)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 27: names stored before the name rule that it refuses are reported by the start
+"""Names stored before the name rule that it refuses are reported by the start
 check (`mosaic.W001`), never rewritten."""
 
 from __future__ import annotations

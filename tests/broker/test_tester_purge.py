@@ -1,4 +1,4 @@
-"""Issue 26: the tester-data purge deletes old tester threads with everything of theirs, and old
+"""The tester-data purge deletes old tester threads with everything of theirs, and old
 suite runs, and never a row of the human's; the append-only guards still refuse every other
 delete, a permit or not."""
 

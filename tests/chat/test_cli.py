@@ -342,7 +342,7 @@ def test_talk_without_reply_gives_up_after_wait(tester_thread: Thread) -> None:
 
 
 def test_talk_turn_is_stored_via_cli(tester_thread: Thread) -> None:
-    """Issue #15: a turn sent with `talk` says it came through the CLI (message and trail
+    """A turn sent with `talk` says it came through the CLI (message and trail
     row); its stored sender stays `tester-cli` (R6)."""
     with pytest.raises(CommandError, match="No reply"):
         run("talk", "--thread", str(tester_thread.pk), "--tester", "--wait", "0.1", stdin="hi\n")
@@ -484,7 +484,7 @@ def test_project_create_and_projects_list_both_sides(business: Business) -> None
     created = json.loads(run("project", "create", "--name", "tests", "--tester", "--json"))
     assert created["project"]["name"] == "tests"
     assert created["project"]["creator"] == "tester"
-    # Issue 27: a project the tester created says so, on either side.
+    # A project the tester created says so, on either side.
     line = f"#{created['project']['id']} tests [tester]"
     assert run("projects").splitlines() == [line]
     assert run("projects", "--tester").splitlines() == [line]
@@ -496,7 +496,7 @@ def test_projects_list_human_project_has_no_tester_mark(product: Project) -> Non
 
 
 def test_thread_create_project_named_in_another_normal_form_finds_it(business: Business) -> None:
-    """Issue 27: names are stored in normal form C, and `--project` is read in it too."""
+    """Names are stored in normal form C, and `--project` is read in it too."""
     run("project", "create", "--name", "Cafe\u0301")
     created = json.loads(run("thread", "create", "--project", "Caf\u00e9", "--name", "t", "--json"))
     assert created["thread"]["name"] == "t"

@@ -1,4 +1,4 @@
-"""Issue 25: who the human Console's page is for, decided by the page itself (`chat.views`), and
+"""Who the human Console's page is for, decided by the page itself (`chat.views`), and
 each request logged once (L6's line for a chat request, the edge's for any other)."""
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ THREAD = {
     "owner",
     "instance",
     "created_at",
-    # the inbox (issue #15)
+    # the inbox
     "archived",
     "last_message_at",
     "preview",
@@ -63,7 +63,7 @@ TRAIL_ROW = {
     "to_role",
     "actor",
     "text",
-    # the inbox (issue #15)
+    # the inbox
     "kind",
     "thread_name",
     "via",

@@ -1,4 +1,4 @@
-"""The inbox's routes on both listeners (issue #15): rename and archive by PATCH, the read
+"""The inbox's routes on both listeners: rename and archive by PATCH, the read
 mark, the list's archived filter, and the Console's channel header."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 27 over real sockets: `manage.py serve` (both listeners, daphne) refuses every kind of
+"""Over real sockets: `manage.py serve` (both listeners, daphne) refuses every kind of
 name the rule refuses, on both listeners, with SPEC §6's `invalid` and a sentence naming the
 character; stores names in normal form C; says which side created a project; and reports
 stored names the rule refuses when it starts, leaving them as they are."""

@@ -1,4 +1,4 @@
-"""Issue 27 item 2 over real sockets, against `manage.py serve`: behind a trusted proxy the
+"""Over real sockets, against `manage.py serve`: behind a trusted proxy the
 per-address sign-in limit counts the client the proxy forwards in `X-Forwarded-For`, so one
 client's failures never lock out another; an untrusted peer's `X-Forwarded-For` is ignored.
 

@@ -1,4 +1,4 @@
-"""An ended sign-in ends its sockets at once (issue 27): sign-out, a deleted session (its row
+"""An ended sign-in ends its sockets at once: sign-out, a deleted session (its row
 deleted as the admin does, or `clearsessions`), a changed password, a deactivated or deleted
 user. A reply streams while it happens; the draft written after the revocation returned is
 never sent, and the socket closes 4401 at once — not at the next resync, which is switched off
@@ -116,7 +116,7 @@ def draft(world: dict[str, Any], text: str) -> None:
 def test_revoked_sign_in_closes_a_streaming_socket_before_the_next_draft(
     streaming, revocation: str
 ) -> None:
-    """Issue 27: the socket closes 4401 with no frame after the revocation committed: the
+    """The socket closes 4401 with no frame after the revocation committed: the
     draft written after it is not sent."""
     world = streaming
 

@@ -123,7 +123,7 @@ def test_schema_documents_error_body_for_refusals() -> None:
 
 @pytest.mark.parametrize("schema", [HUMAN_SCHEMA, TESTER_SCHEMA], ids=["human", "tester"])
 def test_schema_project_shape_says_its_creator_human_or_tester(schema: dict[str, Any]) -> None:
-    """Issue 27: both listeners document `creator`, from the model's choices."""
+    """Both listeners document `creator`, from the model's choices."""
     components = schema["components"]["schemas"]
     creator = components["ProjectOut"]["properties"]["creator"]["$ref"].rsplit("/", 1)[1]
     assert "creator" in components["ProjectOut"]["required"]

@@ -156,7 +156,7 @@ def ops_metric(cluster: Cluster, name: str, labels: dict[str, str]) -> float:
 
 
 def test_cluster_metrics_add_up_every_process(cluster: Cluster) -> None:
-    """Issue 26: two turns sent through each human listener process and the tester listener
+    """Two turns sent through each human listener process and the tester listener
     process, answered by the runner processes: the ops listener's `/metrics` counts all of
     them, not one process's share."""
     human, tester = {"listener": "human"}, {"listener": "tester"}
@@ -224,7 +224,7 @@ def test_cluster_stop_through_one_listener_ends_a_run_a_runner_process_holds(
 
 
 def test_cluster_listeners_refuse_an_oversized_body_before_reading_it(cluster: Cluster) -> None:
-    """Issue 27 item 1: every listener process of the cluster is `serve`'s bounded server: a
+    """Every listener process of the cluster is `serve`'s bounded server: a
     declared length over the limit is answered 413 `too-large` to its headers alone."""
     for url in [*cluster.human_urls, cluster.tester_url]:
         port = urlsplit(url).port

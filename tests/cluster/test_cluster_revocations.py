@@ -1,5 +1,5 @@
 """An ended sign-in closes a streaming socket of the cluster at once, in whichever process the
-socket lives (issue 27): the socket is on human listener B; the sign-out is made on listener A,
+socket lives: the socket is on human listener B; the sign-out is made on listener A,
 the other revocations by `manage.py shell` processes of their own, each reaching B through
 Redis. The reply streams from the cluster's fake model, held until the revocation has returned
 (`tests.revocation_scenario`)."""
@@ -56,7 +56,7 @@ def shell(cluster: Cluster, code: str) -> None:
 def test_revocation_closes_a_streaming_socket_of_another_process_at_once(
     cluster: Cluster, revocation: str
 ) -> None:
-    """Issue 27: the socket on listener B closes 4401 within 1 s of the revocation's return,
+    """The socket on listener B closes 4401 within 1 s of the revocation's return,
     and nothing written after it (the marker) reaches it."""
 
     async def revoke(api: Api) -> None:

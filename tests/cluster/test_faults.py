@@ -120,7 +120,7 @@ def test_redis_restarted_under_live_consoles_they_resume_with_no_gap(cluster: Cl
             cluster.redis.crash()
             down_at, before = loop.time(), len(sent)
             if turns_while_down:
-                # Issue 26: while Redis is down every listener's /readyz says why.
+                # While Redis is down every listener's /readyz says why.
                 readiness_down = await readiness(cluster)
             await sent_more(turns_while_down)
             await asyncio.to_thread(cluster.redis.start)
@@ -218,7 +218,7 @@ def test_postgres_connections_cut_answer_503_then_recover_without_restart(
                 body = answer.text[:200]
             answers.append((label, answer.status_code, body, loop.time() - began))
         pages = [(await api.get("/")).status_code for api in (a, tester)]
-        # Issue 26: while PostgreSQL is cut every listener's /readyz says why.
+        # While PostgreSQL is cut every listener's /readyz says why.
         readiness_down = await readiness(cluster)
         try:
             socket = await connect(

@@ -110,7 +110,7 @@ class Shooter:
         self.shoot(page, "streaming", size)
         page.get_by_role("button", name="Stop", exact=True).click()
         expect(page.locator(".turn-state")).to_contain_text("Stopped")
-        # What had streamed stays, marked stopped (issue 25).
+        # What had streamed stays, marked stopped.
         expect(page.locator(".message.partial")).to_be_visible()
         self.shoot(page, "stopped", size)
         page.evaluate("location.hash = '#thread=999999999'")
@@ -149,7 +149,7 @@ class Shooter:
             page.context.close()
 
     def start_typing(self, size: str) -> None:
-        """Issue 25, light and dark: "New chat"'s empty composer, the chat it started (named from
+        """Light and dark: "New chat"'s empty composer, the chat it started (named from
         the first words), the export menu, a rename refused beside its field, and staff told
         whose Console it is."""
         self.model.content = REPLY
@@ -190,7 +190,7 @@ class Shooter:
             staff.close()
 
     def trail_views(self, size: str) -> None:
-        """Issue 25, light and dark: the human's trail with a tester turn's long body opened,
+        """Light and dark: the human's trail with a tester turn's long body opened,
         claims and leases shown; filtered to the tester's rows; folded away (a wide screen);
         and the admin's trail list and a thread's messages inline."""
         api = LiveApi(self.server.tester_url)

@@ -1,6 +1,6 @@
 """axe-core on the sign-in page, both Consoles (the tester's test runs and the trail's states
 too) and the admin's pages, light and dark, at both viewports: no serious or critical violation,
-and nothing outside a landmark (issue #15); and the focus ring of a list's control is drawn in
+and nothing outside a landmark; and the focus ring of a list's control is drawn in
 full."""
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ AXE = Path(__file__).parent / "vendor" / "axe.min.js"
 BLOCKING = ("serious", "critical")
 # Moderate, but named by the issue: content outside every landmark (the tester banner was).
 ALSO_BLOCKING = ("region",)
-# Each kind of rendered markdown (issue 25): a heading, lists, a task list, plain and highlighted
+# Each kind of rendered markdown: a heading, lists, a task list, plain and highlighted
 # code, a table, an image shown as a link.
 REPLY = (
     "## A **reply** with a list:\n\n- one\n- two\n\n* [ ] a task\n* [x] a done task\n\n"
@@ -121,7 +121,7 @@ def test_axe_test_runs_have_no_serious_violations(
 def test_axe_trail_states_have_no_serious_violations(
     open_console: OpenConsole, tester_api: LiveApi, viewport: dict[str, int], dark: bool
 ) -> None:
-    """The human's trail (issue 25) with a tester row whose long body is opened with "more",
+    """The human's trail with a tester row whose long body is opened with "more",
     claims and leases shown, filtered to the tester's rows; on a wide screen, folded away."""
     body = "\n".join(f"line {n} of a long tester turn" for n in range(12)) + unique(" ")
     thread = tester_api.create_thread(tester_api.create_project(unique("axe")), unique("trail"))
@@ -142,7 +142,7 @@ def test_axe_trail_states_have_no_serious_violations(
     assert found == {name: [] for name in found}
 
 
-# The admin's pages (issue 25: every view, the admin's too), each read-only record of a turn.
+# The admin's pages (every view, the admin's too), each read-only record of a turn.
 ADMIN_PAGES = (
     "/admin/",
     "/admin/broker/trailrow/",

@@ -1,4 +1,4 @@
-"""The thread as a chat (issue 25), on both Consoles, at 1440×900 and 390×844, light and dark.
+"""The thread as a chat, on both Consoles, at 1440×900 and 390×844, light and dark.
 
 - Scrolling: the reader's own send always shows it; a reply landing or streaming while the
   reader is at the bottom keeps the last line of the newest message fully on screen, above the

@@ -105,7 +105,7 @@ def test_human_console_signed_out_shows_sign_in_link(
     open_console: OpenConsole, console_server: LiveServer
 ) -> None:
     """Signing out ends at the sign-in page; the Console without a session is the sign-in form
-    (issue 25: never "You are signed out" on a first visit)."""
+    (never "You are signed out" on a first visit)."""
     page = open_console("human")
     page.get_by_role("button", name="Sign out").click()
     page.wait_for_url(f"{console_server.human_url}/signin")

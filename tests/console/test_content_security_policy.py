@@ -1,4 +1,4 @@
-"""The pages' Content-Security-Policy in a real browser (issue 27): the API docs page and the
+"""The pages' Content-Security-Policy in a real browser: the API docs page and the
 admin's pages load and work under it with no violation (the Consoles' own tests cover both
 Consoles: `open_console` fails any test that meets a violation), and the browser does refuse an
 inline script, which the tests are told of."""

@@ -1,5 +1,5 @@
 """History: each thread opened is an entry, Back returns to the thread before, and editing the
-address switches threads, without reloading the page (issue #15)."""
+address switches threads, without reloading the page."""
 
 from __future__ import annotations
 

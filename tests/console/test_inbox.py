@@ -1,4 +1,4 @@
-"""The inbox in the Console (issue #15): unread marks kept by the server, the tab title counting
+"""The inbox in the Console: unread marks kept by the server, the tab title counting
 them, and rename and archive of one's own threads on both sides."""
 
 from __future__ import annotations

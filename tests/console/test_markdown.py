@@ -1,4 +1,4 @@
-"""Replies rendered as a safe markdown subset (issue #15): what renders, the raw toggle, and
+"""Replies rendered as a safe markdown subset: what renders, the raw toggle, and
 hostile replies — `javascript:` and `data:` links, raw HTML, image beacons, attribute
 injection — which run no script, send no request off the machine, and leave no dangerous
 markup in the page."""

@@ -1,4 +1,4 @@
-"""Replies drawn as chat pages draw markdown (issue 25), on both Consoles, light and dark, at
+"""Replies drawn as chat pages draw markdown, on both Consoles, light and dark, at
 1440×900 and 390×844: headings larger than the text, tables that scroll sideways and never break
 a word, read-only task checkboxes (and no other input), highlighted code under a bar with its
 language and a Copy that covers none of it, a copy of the whole answer, and images shown as

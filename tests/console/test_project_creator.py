@@ -1,4 +1,4 @@
-"""Issue 27: the human's project list says, in words, which projects the tester created — a
+"""The human's project list says, in words, which projects the tester created — a
 tester's `launch` beside the human's own never passes as the human's."""
 
 from __future__ import annotations

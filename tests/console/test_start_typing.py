@@ -1,4 +1,4 @@
-"""Issue 25 on both Consoles, light and dark, at 1440×900 and 390×844: just start typing (the
+"""On both Consoles, light and dark, at 1440×900 and 390×844: just start typing (the
 composer works with no thread open, its first send makes the thread), "New chat", the sign-in
 form on a first visit, staff told whose Console it is, feedback beside the control that caused
 it, the export, dates on older timestamps, and the phone's fixes."""

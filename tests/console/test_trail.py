@@ -1,5 +1,5 @@
-"""The trail's rows as the inbox contract shapes them (issue #15): claim-ended rows fold into
-their run's row (shown when asked, issue 25), each row names its thread (a link for the actor's
+"""The trail's rows as the inbox contract shapes them: claim-ended rows fold into
+their run's row (shown when asked), each row names its thread (a link for the actor's
 own), sends are labelled by who sent them and the channel they came through ("ada via
 Console")."""
 

@@ -1,4 +1,4 @@
-"""The trail as a person reads it (issue 25), on both Consoles at 1440×900 and 390×844: rows in
+"""The trail as a person reads it, on both Consoles at 1440×900 and 390×844: rows in
 plain words ("ada via Console to assistant"), tester rows marked as the tester's and their threads
 never linked on the human's trail; a filter (all, messages, the tester's); bookkeeping (claims and
 leases) only when asked; long bodies clamped with "more"; folded away on a wide screen,

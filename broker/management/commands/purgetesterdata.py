@@ -1,4 +1,4 @@
-"""`manage.py purgetesterdata --older-than DAYS [--dry-run]`: delete old tester data (issue 26)."""
+"""`manage.py purgetesterdata --older-than DAYS [--dry-run]`: delete old tester data."""
 
 from __future__ import annotations
 

@@ -324,7 +324,7 @@ def test_chat_completions_streamed_reply_drafts_whole_text_and_records_what_serv
 
 def test_chat_completions_loads_the_certificates_once_per_process(fake_model, monkeypatch) -> None:
     """Loading the certificates holds the GIL for tens of milliseconds: once per request, it
-    stalled every other thread of a busy runner (issue 26, P5). Three requests and the check of
+    stalled every other thread of a busy runner (P5). Three requests and the check of
     the served models load them once, into the context every request checks TLS against."""
     from broker.runner.backends import chat_completions
 

@@ -1,4 +1,4 @@
-"""Issue 26: with MOSAIC_TESTER_RETENTION_DAYS set, the runner purges old tester data daily.
+"""With MOSAIC_TESTER_RETENTION_DAYS set, the runner purges old tester data daily.
 
 Days pass on an injected clock, never by waiting."""
 

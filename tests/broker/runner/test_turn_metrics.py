@@ -1,4 +1,4 @@
-"""Issue 26: each attempt at a turn moves the metrics, through the broker's `turn_ended`."""
+"""Each attempt at a turn moves the metrics, through the broker's `turn_ended`."""
 
 from __future__ import annotations
 
