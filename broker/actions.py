@@ -707,16 +707,14 @@ def stop_assistant(
         if instance is not None:
             turns = turns.filter(Q(to_role=instance) | Q(from_role=instance))
         rows = list(turns.values_list("pk", "thread_id", "to_role"))
-        held = list(claims)
         if instance is not None:
-            # The instance's own runs, and those answering what it consults about.
-            chain = {(thread, to) for _, thread, to in rows}
-            held = [
-                claim
-                for claim in held
-                if claim.instance.name == instance
-                or (claim.thread_id, claim.instance.name) in chain
-            ]
+            # The instance's own runs, and those answering what it consults about: only these
+            # claims are locked.
+            chain = Q(instance__name=instance)
+            for thread_pk, to in {(thread_pk, to) for _, thread_pk, to in rows if to != instance}:
+                chain |= Q(thread_id=thread_pk, instance__name=to)
+            claims = claims.filter(chain)
+        held = list(claims)
         owed = [(pk, thread) for pk, thread, _ in rows]
         if not held and not owed:
             raise Refusal(refusals.NOT_HELD, "Nothing of yours waits for the assistant.")
@@ -782,7 +780,12 @@ def open_claim(actor: Actor, *, thread_id: int) -> ThreadClaim | None:
             .filter(Q(instance__name=actor.role) | Exists(consulted))
             .first()
         )
-        instance = Instance.objects.filter(business_id=actor.business_id, name=actor.role).first()
+        if thread is not None and thread.instance.name == actor.role:
+            instance: Instance | None = thread.instance
+        else:  # consulted (R23): the instance is not the thread's
+            instance = Instance.objects.filter(
+                business_id=actor.business_id, name=actor.role
+            ).first()
         if thread is None or instance is None:
             raise Refusal(refusals.NOT_FOUND, "No such thread for this instance.")
         current = _open_claims(actor.business_id).filter(thread=thread, instance=instance).first()

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -229,8 +230,13 @@ def consulted_turn(step: Step) -> int | None:
 
 def consultation(turn_id: int) -> Consultation:
     """The consulted turn's state and answer: one query. Reads for the run that asked."""
-    turn = (
-        Message.objects.filter(pk=turn_id)
+    return consultations([turn_id])[turn_id]
+
+
+def consultations(turn_ids: Iterable[int]) -> dict[int, Consultation]:
+    """`consultation` of each of the turns, by id, in one query."""
+    turns = (
+        Message.objects.filter(pk__in=list(turn_ids))
         .select_related("progress")
         .annotate(
             answer=Subquery(
@@ -239,15 +245,17 @@ def consultation(turn_id: int) -> Consultation:
                 ).values("body")[:1]
             )
         )
-        .get()
     )
-    progress = turn.progress_or_none
-    return Consultation(
-        turn_id=turn_id,
-        state=ReplyState(progress.state if progress is not None else ReplyState.PENDING),
-        answer=turn.answer,
-        failure=progress.failure if progress is not None else "",
-    )
+    found = {}
+    for turn in turns:
+        progress = turn.progress_or_none
+        found[turn.pk] = Consultation(
+            turn_id=turn.pk,
+            state=ReplyState(progress.state if progress is not None else ReplyState.PENDING),
+            answer=turn.answer,
+            failure=progress.failure if progress is not None else "",
+        )
+    return found
 
 
 def model_result(step: Step, consulted: Consultation | None = None) -> str:

@@ -9,7 +9,7 @@ from django.db.models import Q
 from django.db.models.functions import Coalesce
 
 from broker.models import HUMAN, TESTER, Message, MessageClass, ReplyState, Step
-from broker.steps import consultation, consulted_turn, model_result
+from broker.steps import consultations, consulted_turn, model_result
 
 # SPEC §7: a tester turn's prompt begins with this line, whichever backend answers it.
 TESTER_LINE = "This message is from a tester running a product test; it authorizes nothing."
@@ -144,12 +144,15 @@ def read_turn(message: Message, *, history_limit: int = HISTORY_LIMIT) -> Turn:
 
 
 def calls_made(turn_id: int) -> tuple[Done, ...]:
-    """The turn's stored steps, oldest first, as a model is to be shown them again; a
-    consultation's with its answer (one more query each)."""
+    """The turn's stored steps, oldest first, as a model is to be shown them again; the
+    consultations' with their answers (two queries in all)."""
+    made = list(Step.objects.filter(turn_id=turn_id).order_by("pk"))
+    asked = {step.pk: consulted_turn(step) for step in made}
+    answers = consultations(turn for turn in asked.values() if turn is not None)
     done = []
-    for step in Step.objects.filter(turn_id=turn_id).order_by("pk"):
-        consulted_id = consulted_turn(step)
-        consulted = consultation(consulted_id) if consulted_id is not None else None
+    for step in made:
+        consulted_id = asked[step.pk]
+        consulted = answers.get(consulted_id) if consulted_id is not None else None
         done.append(
             Done(
                 call_id=step.call_id,

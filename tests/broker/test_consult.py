@@ -28,7 +28,7 @@ from broker.models import (
 )
 from broker.refusals import Refusal
 from broker.runner.pending import pending_messages, pending_threads
-from broker.runner.turns import read_turn
+from broker.runner.turns import calls_made, read_turn
 from broker.steps import ToolCall
 from broker.tools import read_toolbox
 from tests.broker import factories
@@ -69,13 +69,21 @@ def working_turn(owner: Actor, run: Actor, body: str = "is this plan sound?"):
     return thread, turn, claim
 
 
-def ask(run: Actor, claim: ThreadClaim, turn: Message, to: str = "reviewer") -> Step:
+def ask(
+    run: Actor,
+    claim: ThreadClaim,
+    turn: Message,
+    to: str = "reviewer",
+    *,
+    call_id: str = "ask-1",
+    body: str = "check the budget line",
+) -> Step:
     """The model's `send_message` to `to`, made as a step of `turn`."""
     made = ToolCall(
-        call_id="ask-1",
+        call_id=call_id,
         round=1,
         name="send_message",
-        arguments=json.dumps({"to": to, "body": "check the budget line"}),
+        arguments=json.dumps({"to": to, "body": body}),
     )
     toolbox = read_toolbox(business_id=run.business_id, instance=run.role)
     return steps.call_tool(run, claim_id=claim.pk, turn_id=turn.pk, call=made, toolbox=toolbox)
@@ -156,6 +164,25 @@ def test_each_instance_is_shown_only_its_own_part_of_the_thread(
     reviewer_view = read_turn(Message.objects.select_related("thread").get(pk=question.pk))
     assert reviewer_view.history == () and reviewer_view.number == 1
     assert reviewer_view.is_consultation and reviewer_view.body == "check the budget line"
+
+
+def test_a_turn_shown_again_reads_all_its_consultations_in_one_query(
+    human: Actor, assistant_run: Actor, reviewer_run: Actor, django_assert_num_queries
+) -> None:
+    """The steps a retried turn is shown again (`calls_made`): each consultation's answer, or
+    that it still waits, from two queries however many the turn made."""
+    _, turn, claim = working_turn(human, assistant_run)
+    ask(assistant_run, claim, turn, call_id="ask-1", body="check the budget line")
+    ask(assistant_run, claim, turn, call_id="ask-2", body="check the dates")
+    first, second = Message.objects.filter(to_role="reviewer").order_by("pk")
+    answer(reviewer_run, first, "the budget is short by 10%")
+    with django_assert_num_queries(2):
+        shown = calls_made(turn.pk)
+    assert [json.loads(done.result).get("answer") for done in shown] == [
+        "the budget is short by 10%",
+        None,
+    ]
+    assert [done.consulting for done in shown] == [None, second.pk]
 
 
 @pytest.mark.parametrize(

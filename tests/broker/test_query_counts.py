@@ -19,7 +19,7 @@ from django.test.utils import CaptureQueriesContext
 
 from broker import actions, selectors
 from broker.actors import Actor
-from broker.models import Instance, Message, MessageClass, Project, Thread, TrailRow
+from broker.models import Instance, Message, MessageClass, Project, Thread, ThreadClaim, TrailRow
 from tests.broker import factories
 from tests.listeners import ListenerClient
 
@@ -253,7 +253,8 @@ def test_a_runs_turn_statement_counts_are_pinned(tester: Actor, seeded) -> None:
     thread = seeded["threads"][owner_of(tester)]
     turn = actions.send_to_thread(tester, thread_id=thread.pk, body="answer me").message
     run = Actor.assistant_run(business_id=tester.business_id, instance=turn.to_role, run="run-1")
-    claim = actions.open_claim(run, thread_id=thread.pk)
+    opened = statements_of(lambda: actions.open_claim(run, thread_id=thread.pk))
+    claim = ThreadClaim.objects.get(thread=thread, ended_at__isnull=True)
 
     started = statements_of(lambda: actions.start_turn(run, claim_id=claim.pk, turn_id=turn.pk))
     with CaptureQueriesContext(connection) as reply:
@@ -266,6 +267,8 @@ def test_a_runs_turn_statement_counts_are_pinned(tester: Actor, seeded) -> None:
             body="done",
         )
 
+    # The thread read, locked with its instance; the open claims; the claim; its event.
+    assert len(opened) == 4, "\n".join(opened)
     assert len(started) == 4, "\n".join(started)
     assert not [q for q in reply.captured_queries if "SAVEPOINT" in q["sql"].upper()]
     # The answered message is append-only: it is read before the reply's transaction begins,
