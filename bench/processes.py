@@ -173,6 +173,23 @@ def prepare_baseline(database_url: str) -> None:
     manage("bench.baseline.settings", database_url, "migrate", "--noinput")
 
 
+def seed(database: str, threads: int, messages: int, *options: str) -> dict[str, Any]:
+    """`bench.seed` on `database`: what it seeded and the ids to read."""
+    env = base_environment(database, None)
+    env["DJANGO_SETTINGS_MODULE"] = "mosaic.settings"
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.seed", str(threads), str(messages), *options],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=3600,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(done.stderr[-3000:])
+    return json.loads(done.stdout.splitlines()[-1])["result"]
+
+
 def copy_sqlite(template: Path, target: Path) -> str:
     shutil.copyfile(template, target)
     return f"sqlite:///{target}"

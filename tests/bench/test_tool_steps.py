@@ -1,5 +1,5 @@
 """P9: the fake model's calling mode, read as the product's backend reads it, and one small run
-of the scenario (bench.fakemodel, bench.tool_steps)."""
+of the scenario (bench.fakemodel, bench.scenarios.p9_tool_steps)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,11 @@ from typing import Any
 
 import pytest
 
-from bench import fakemodel, run, tool_steps
+from bench import fakemodel
 from bench import processes as proc
+from bench.harness import Harness
+from bench.plans import QUICK
+from bench.scenarios import p9_tool_steps
 from broker.runner.backends.chat_completions import ReplySoFar, read_completion
 
 
@@ -83,9 +86,9 @@ def test_p9_turn_cpu_runs_a_runner_whose_every_turn_makes_its_tasks(tmp_path: Pa
     answered with its two `ok` steps, and the runner's CPU is read over them."""
     template = tmp_path / "product.template"
     proc.prepare_product(f"sqlite:///{template}")
-    bench_run = run.Run(run.QUICK, tmp_path)
+    harness = Harness(QUICK, tmp_path)
     try:
-        spent = tool_steps.turn_cpu(bench_run, template, calls=2, turns=4, threads=2)
+        spent = p9_tool_steps.turn_cpu(harness, template, calls=2, turns=4, threads=2)
     finally:
-        bench_run.cleanup()
+        harness.cleanup()
     assert 0 < spent < 5

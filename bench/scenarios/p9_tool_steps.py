@@ -6,9 +6,9 @@ the migrated SQLite database, pinned to the servers' CPU, answers the demo human
 `create_task` call a request for CALLS requests and then in words. Each call is a step (SPEC
 §7.2): a `step.begin` and a `step.call` transaction through the broker, the task made, the model
 asked again with the result. The human is a process of its own on the load generators' CPU
-(`python -m bench.tool_steps THREADS TURNS`, through the broker's `thread.send`, so every
-`create_task` is allowed): it opens THREADS threads, warms the runner up with one turn in each,
-then sends TURNS turns round the threads and waits until each is answered. The figure is the
+(`python -m bench.scenarios.p9_tool_steps THREADS TURNS`, through the broker's `thread.send`, so
+every `create_task` is allowed): it opens THREADS threads, warms the runner up with one turn in
+each, then sends TURNS turns round the threads and waits until each is answered. The figure is the
 runner's process CPU (`bench.cpu`, user + system) over that window divided by TURNS; a step is
 (a turn with CALLS calls − a turn with none) ÷ CALLS, from the medians of the repeats. The window
 includes the runner's idle polls while the first turns arrive, the same in both setups. A turn
@@ -25,14 +25,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from bench import processes as proc
 from bench import report
 from bench.cpu import tree_cpu_seconds
-
-if TYPE_CHECKING:
-    from bench.run import Run
+from bench.harness import Harness
 
 CALLS = 3
 THREADS = 20
@@ -49,7 +47,7 @@ class Humans:
     def __init__(self, workdir: Path, database: str, threads: int, turns: int) -> None:
         env = proc.base_environment(database, None)
         env["DJANGO_SETTINGS_MODULE"] = "mosaic.settings"
-        argv = [sys.executable, "-m", "bench.tool_steps", str(threads), str(turns)]
+        argv = [sys.executable, "-m", "bench.scenarios.p9_tool_steps", str(threads), str(turns)]
         with (workdir / "p9-humans.log").open("ab") as log:
             self.popen = subprocess.Popen(
                 proc.pinned(argv, proc.LOAD_CPUS),
@@ -92,20 +90,24 @@ def model_server(workdir: Path, calls: int) -> proc.Process:
     return model
 
 
-def turn_cpu(run: Run, template: Path, calls: int, turns: int, threads: int = THREADS) -> float:
+def turn_cpu(
+    harness: Harness, template: Path, calls: int, turns: int, threads: int = THREADS
+) -> float:
     """Runner CPU seconds a turn, with the model calling `calls` times a turn."""
-    database = run.sqlite_copy(template, f"p9-{calls}")
-    model = model_server(run.workdir, calls)
+    database = harness.sqlite_copy(template, f"p9-{calls}")
+    model = model_server(harness.workdir, calls)
     backend = {
         "MOSAIC_ASSISTANT_BACKEND": "openai",
         "MOSAIC_ASSISTANT_BASE_URL": model.url,  # type: ignore[attr-defined]
         "MOSAIC_ASSISTANT_MODEL": "bench",
     }
-    runner = proc.runner_process(run.workdir, database, backend, label=f"runner-p9-{run.tag()}")
+    runner = proc.runner_process(
+        harness.workdir, database, backend, label=f"runner-p9-{harness.tag()}"
+    )
     runner.argv = proc.pinned(runner.argv, proc.SERVER_CPUS)
-    with run.running(model, runner):
+    with harness.running(model, runner):
         runner.wait_for_line("runassistant: run-")
-        humans = Humans(run.workdir, database, threads, turns)
+        humans = Humans(harness.workdir, database, threads, turns)
         try:
             humans.ready()
             before = tree_cpu_seconds(runner.pid)
@@ -113,7 +115,7 @@ def turn_cpu(run: Run, template: Path, calls: int, turns: int, threads: int = TH
             spent = tree_cpu_seconds(runner.pid) - before
         finally:
             humans.stop()
-    run.log(
+    harness.log(
         f"P9 {calls} calls a turn: {turns} turns sent in {result['sending_seconds']:.1f} s, "
         f"all answered in {result['seconds']:.1f} s"
     )
@@ -122,14 +124,16 @@ def turn_cpu(run: Run, template: Path, calls: int, turns: int, threads: int = TH
     return spent / turns
 
 
-def p9(run: Run, template: Path) -> None:
+def p9(harness: Harness, template: Path) -> None:
     """P9's section: each setup `repeats` times, alternating which goes first."""
-    turns = run.plan.p9_turns
+    turns = harness.plan.p9_turns
     per_turn: dict[int, list[float]] = {0: [], CALLS: []}
-    for repeat in range(run.plan.repeats):
-        for calls in run.order(repeat, [0, CALLS]):
-            per_turn[calls].append(turn_cpu(run, template, calls, turns))
-            run.log(f"P9 {calls} calls a turn: {per_turn[calls][-1] * 1000:.1f} ms of CPU a turn")
+    for repeat in range(harness.plan.repeats):
+        for calls in harness.order(repeat, [0, CALLS]):
+            per_turn[calls].append(turn_cpu(harness, template, calls, turns))
+            harness.log(
+                f"P9 {calls} calls a turn: {per_turn[calls][-1] * 1000:.1f} ms of CPU a turn"
+            )
     none, some = (statistics.median(per_turn[calls]) * 1000 for calls in (0, CALLS))
     step = (some - none) / CALLS
     paired = [(b - a) * 1000 / CALLS for a, b in zip(per_turn[0], per_turn[CALLS], strict=True)]
@@ -137,7 +141,7 @@ def p9(run: Run, template: Path) -> None:
     def listed(values: list[float]) -> str:
         return ", ".join(f"{value:.1f}" for value in values)
 
-    section = run.section(
+    section = harness.section(
         "P9",
         "P9 — runner CPU per tool step (SQLite, `runassistant`, a model answering at once)",
         "none; recorded",
@@ -168,7 +172,7 @@ def p9(run: Run, template: Path) -> None:
         "runner is busy throughout, and each call is a step: `step.begin`, then the task and "
         "the step in `step.call`'s transaction, then one more model request carrying the result."
     )
-    run.raw["P9"] = {"turns": turns, "threads": THREADS, "cpu_seconds_a_turn": per_turn}
+    harness.raw["P9"] = {"turns": turns, "threads": THREADS, "cpu_seconds_a_turn": per_turn}
 
 
 # --- the human's process ------------------------------------------------------------------
