@@ -50,8 +50,11 @@ check-code: $(STAMP)
 	$(VENV)/bin/mypy
 	$(PY) manage.py makemigrations --check --dry-run
 
+# The suite on TEST_WORKERS processes (pytest-xdist; tests/workers.py keeps them apart):
+# `make suite TEST_WORKERS=0` runs it in one.
+TEST_WORKERS ?= 2
 suite: $(STAMP) $(LITELLM_STAMP)
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(TEST_WORKERS)
 
 # The end-to-end reply cases on a real model (docs/testing.md): llama-cpp-python's
 # server running SmolLM2-135M-Instruct. Too slow for CI; the suite leaves them out (`model`).

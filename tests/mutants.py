@@ -23,8 +23,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 COPY_IGNORE = shutil.ignore_patterns(
-    ".venv", ".git", "__pycache__", "*.sqlite3*", ".mypy_cache", ".ruff_cache", "staticfiles"
+    ".venv*", ".git", "__pycache__", "*.sqlite3*", ".mypy_cache", ".ruff_cache", "staticfiles"
 )
+# The model servers' virtualenvs (.venv-litellm is most of a gigabyte) are linked into the copy,
+# not copied: no mutant touches them.
+LINKED = (".venv-litellm", ".venv-model")
 
 
 @dataclass(frozen=True)
@@ -289,7 +292,9 @@ def run_suite(copy: Path, paths: tuple[str, ...] = ()) -> tuple[int, str]:
     # A skipped test must not pass for a kill: MOSAIC_NO_SKIPS would turn skips into a failure.
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
     env.pop("MOSAIC_NO_SKIPS", None)
-    command = [sys.executable, "-m", "pytest", "-x", "-q", "-rfE", "-p", "no:cacheprovider", *paths]
+    command = [sys.executable, "-m", "pytest", "-x", "-q", "-rfE", "-p", "no:cacheprovider"]
+    # The suspects alone, in one process; the whole suite on the workers `make suite` uses.
+    command += list(paths) or ["-n", os.environ.get("TEST_WORKERS", "2")]
     done = subprocess.run(command, cwd=copy, env=env, capture_output=True, text=True)
     failed = [
         line.split()[1]
@@ -305,6 +310,9 @@ def main(wanted: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="mosaic-mutants-") as scratch:
         copy = Path(scratch) / "project"
         shutil.copytree(ROOT, copy, ignore=COPY_IGNORE)
+        for name in LINKED:
+            if (ROOT / name).exists():
+                (copy / name).symlink_to(ROOT / name)
         for mutant in chosen:
             target = copy / mutant.path
             original = target.read_text()

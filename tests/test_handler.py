@@ -22,6 +22,7 @@ from broker import refusals
 from broker.models import Instance, Message, Project, Thread
 from mosaic.handler import Overloaded, WorkerPool
 from mosaic.listeners import build_human_application, http_handler
+from tests.broker.runner.conftest import wait_for_async
 from tests.conftest import make_business
 from tests.listener_fixtures import PASSWORD
 from tests.listeners import HUMAN, RawAnswer, call, http_scope, write_headers
@@ -196,11 +197,15 @@ def test_pool_worker_stays_taken_while_cancelled_work_still_runs() -> None:
     """A client that goes away cancels the waiting coroutine, not the worker's work: the
     worker is busy until that work ends, so the bound holds."""
     pool = WorkerPool(size=1, wait=0.1)
-    release = threading.Event()
+    started, release = threading.Event(), threading.Event()
+
+    def held() -> None:
+        started.set()
+        release.wait(5)
 
     async def scenario() -> bool:
-        holder = asyncio.ensure_future(pool.run(release.wait, 5))
-        await asyncio.sleep(0.05)
+        holder = asyncio.ensure_future(pool.run(held))
+        await wait_for_async(started.is_set, what="the held work starting on the worker")
         holder.cancel()
         await asyncio.sleep(0.25)
         try:

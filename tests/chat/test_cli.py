@@ -24,6 +24,7 @@ from chat.management import cli_actor, cli_stream
 from chat.management.cli_format import message_line
 from chat.management.commands import follow
 from tests.broker import factories
+from tests.broker.runner.conftest import wait_for
 from tests.conftest import make_business
 
 REPO = Path(__file__).resolve().parents[2]
@@ -415,10 +416,7 @@ def test_follow_prints_new_messages_only(
 
     monkeypatch.setattr(follow, "newest_id", newest_then_signal)
     # Wait until the old turn is answered, so only the new exchange arrives while following.
-    for _ in range(200):
-        if Message.objects.filter(in_reply_to=old).exists():
-            break
-        time.sleep(0.05)
+    wait_for(lambda: Message.objects.filter(in_reply_to=old).exists(), what="the old turn's reply")
     sender = in_background(
         lambda: actions.send_to_thread(human, thread_id=human_thread.pk, body="new"),
         after=started,

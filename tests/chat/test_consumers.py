@@ -18,6 +18,7 @@ from broker.actors import Actor
 from broker.models import Business
 from chat.errors import close_code
 from tests.broker import factories
+from tests.broker.runner.conftest import wait_for_async
 from tests.listeners import HUMAN, TESTER, application
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -584,15 +585,15 @@ def test_a_socket_that_follows_while_a_renewal_drops_its_group_joins_after_the_d
         renewal = asyncio.create_task(fan_out.renew())
         await asyncio.sleep(0)  # the renewal is dropping the group
         joining = asyncio.create_task(fan_out.follow("g", late))
-        await asyncio.sleep(0.01)
+        await wait_for_async(
+            lambda: late in fan_out.followers.get("g", ()),
+            what="the late socket following the group",
+        )
         layer.dropped.set()
         await renewal
         await joining
         await layer.group_send("g", {"type": "trail.nudge", "id": 1, "group": "g"})
-        for _ in range(100):
-            if late.heard:
-                break
-            await asyncio.sleep(0.01)
+        await wait_for_async(lambda: late.heard, what="the late socket hearing the nudge")
         fan_out.unfollow("g", late)
         return late.heard
 
@@ -616,10 +617,9 @@ def test_a_socket_that_fails_to_take_a_nudge_leaves_the_others_hearing() -> None
         await fan_out.follow("g", listening)
         for row_id in (1, 2):
             await layer.group_send("g", {"type": "trail.nudge", "id": row_id, "group": "g"})
-        for _ in range(100):
-            if len(listening.heard) == 2:
-                break
-            await asyncio.sleep(0.01)
+        await wait_for_async(
+            lambda: len(listening.heard) == 2, what="the working socket hearing both nudges"
+        )
         fan_out.unfollow("g", listening)
         return listening.heard
 

@@ -17,7 +17,9 @@ from tests.console.browser import LAUNCH_ARGS, require_chromium
 from tests.console.server import HUMAN_USERNAME, PASSWORD, LiveServer, serving
 from tests.model_servers import FakeModel, serve_fake_model
 
-TIMEOUT_MS = 10_000
+# How long an expectation waits: generous, since the suite runs on two workers beside the
+# servers and browsers they start, and a wait only lasts this long when a test fails.
+TIMEOUT_MS = 20_000
 
 # Every Content-Security-Policy violation of a page, reported to the console where the test
 # reads it (`open_console`). Playwright installs it through the browser's own channel, which the

@@ -224,8 +224,15 @@ def test_phone_keyboard_taking_room_keeps_composer_and_last_line_in_view(
 
 
 def scroll_log_to_top(page: Page) -> None:
-    log(page).evaluate("(node) => { node.scrollTop = 0; }")
-    page.wait_for_function("document.getElementById('messages-log').scrollTop === 0")
+    """Scrolls as a reader does, and returns once the page has had the scroll event: until then
+    it still follows the newest line, and what lands next would take the view down."""
+    log(page).evaluate(
+        """(node) => new Promise((done) => {
+            if (node.scrollTop === 0) return done();
+            node.addEventListener("scroll", () => done(), { once: true });
+            node.scrollTop = 0;
+        })"""
+    )
 
 
 @pytest.mark.parametrize(("listener", "viewport", "dark"), EVERYWHERE)

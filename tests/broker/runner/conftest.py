@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -19,16 +20,72 @@ from tests.model_servers import FakeModel, serve_fake_model
 LEASE = 1.0
 
 
-def wait_for(predicate: Callable[[], Any], *, timeout: float = 10.0, every: float = 0.02) -> Any:
-    """Poll until `predicate()` is truthy and return it; fail after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"still false after {timeout}s")
+@dataclass
+class Deadline:
+    """The end of a wait for `what`, `timeout` seconds from now."""
+
+    what: str
+    timeout: float
+    at: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.at = time.monotonic() + self.timeout
+
+    def check(self) -> None:
+        """Fail, naming what never came, once the deadline has passed."""
+        if time.monotonic() > self.at:
+            raise AssertionError(f"{self.what}: not within {self.timeout}s")
+
+
+def wait_for(
+    predicate: Callable[[], Any],
+    *,
+    what: str = "the awaited condition",
+    timeout: float = 10.0,
+    every: float = 0.02,
+) -> Any:
+    """Poll until `predicate()` is truthy and return it; fail after `timeout` seconds, naming
+    `what` never came."""
+    deadline = Deadline(what, timeout)
+    while not (value := predicate()):
+        deadline.check()
         time.sleep(every)
+    return value
+
+
+async def wait_for_async(
+    predicate: Callable[[], Any],
+    *,
+    what: str = "the awaited condition",
+    timeout: float = 10.0,
+    every: float = 0.02,
+) -> Any:
+    """`wait_for` inside an event loop: the loop's other tasks run while it polls."""
+    deadline = Deadline(what, timeout)
+    while not (value := predicate()):
+        deadline.check()
+        await asyncio.sleep(every)
+    return value
+
+
+class WatchedRunner(Runner):
+    """A runner that counts its looks for pending work, so a test can wait on them."""
+
+    looks = 0
+
+    def _fill(self) -> None:
+        super()._fill()
+        self.looks += 1
+
+
+def wait_until_looked_again(runner: WatchedRunner, times: int = 2) -> None:
+    """Wait until `runner` has looked for pending work `times` more times and works on nothing:
+    whatever it would have taken up by now, it has taken up and finished."""
+    looked = runner.looks
+    wait_for(
+        lambda: runner.looks >= looked + times and not runner.busy,
+        what=f"runner {runner.name} looking for work {times} more times, then idle",
+    )
 
 
 @pytest.fixture
@@ -39,14 +96,14 @@ def short_lease(settings) -> float:
 
 
 @pytest.fixture
-def start_runner(short_lease: float) -> Iterator[Callable[..., Runner]]:
+def start_runner(short_lease: float) -> Iterator[Callable[..., WatchedRunner]]:
     """Start real runners (threads in this process); every one is stopped at teardown."""
-    runners: list[Runner] = []
+    runners: list[WatchedRunner] = []
 
-    def start(**options: Any) -> Runner:
+    def start(**options: Any) -> WatchedRunner:
         options.setdefault("backend", OfflineBackend())
         options.setdefault("poll_interval", 0.02)
-        runner = Runner(**options)
+        runner = WatchedRunner(**options)
         runner.start()
         runners.append(runner)
         return runner

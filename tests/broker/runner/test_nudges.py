@@ -19,8 +19,9 @@ from tests.broker.runner.conftest import wait_for
 def test_turn_stored_in_this_process_wakes_an_idle_runner_at_once(human: Actor, start_runner):
     """An idle runner polling once a minute still answers within seconds."""
     thread = factories.thread(human, factories.project(human), "prompt")
-    start_runner(poll_interval=60)
-    time.sleep(0.3)  # past the runner's first look for work: it now waits on its poll
+    runner = start_runner(poll_interval=60)
+    # Past the runner's first look for work: it now waits on its poll.
+    wait_for(lambda: runner.looks >= 1, what="the runner's first look for work")
     turn = actions.send_to_thread(human, thread_id=thread.pk, body="hello").message
     wait_for(
         lambda: Message.objects.filter(in_reply_to=turn, message_class="RESULT").exists(),

@@ -30,7 +30,7 @@ from broker.actors import Actor
 from broker.models import Business, Message, RoleDefinition, Step, Task, ThreadClaim
 from broker.runner.backends.chat_completions import ChatCompletionsBackend
 from tests.broker import factories
-from tests.broker.runner.conftest import LEASE, wait_for
+from tests.broker.runner.conftest import LEASE, wait_for, wait_until_looked_again
 
 
 def database_url() -> str:
@@ -199,7 +199,7 @@ def test_runassistant_killed_mid_turn_reply_lands_once_from_another_runner_after
     doomed.popen.wait(10)
     killed_at = time.monotonic()
     fake_model.delay = 0
-    start_runner(
+    successor = start_runner(
         backend=ChatCompletionsBackend(base_url=fake_model.url, model="fast", idle_timeout=10)
     )
     reply = wait_for(lambda: Message.objects.filter(in_reply_to=turn).first(), timeout=5 * LEASE)
@@ -209,7 +209,7 @@ def test_runassistant_killed_mid_turn_reply_lands_once_from_another_runner_after
     assert (dead_claim.end_reason, dead_claim.ended_by) == ("lease-expired", "system")
     assert reply.created_at >= dead_claim.lease_expires_at
     assert not reply.from_run.startswith(f"{doomed_name}-")
-    time.sleep(LEASE)
+    wait_until_looked_again(successor)
     assert [r.in_reply_to_id for r in results()] == [turn.pk]
     assert len(fake_model.requests) == 2
     print(f"crash: reply landed {picked_up_after:.2f}s after SIGKILL (lease {LEASE}s)")

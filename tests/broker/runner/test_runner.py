@@ -7,6 +7,7 @@ They run on SQLite and on PostgreSQL.
 from __future__ import annotations
 
 import time
+from datetime import timedelta
 
 import pytest
 
@@ -17,7 +18,7 @@ from broker.refusals import Refusal
 from broker.runner.backends.chat_completions import ChatCompletionsBackend
 from broker.runner.pending import pending_messages
 from tests.broker import factories
-from tests.broker.runner.conftest import LEASE, wait_for
+from tests.broker.runner.conftest import LEASE, wait_for, wait_until_looked_again
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -155,7 +156,7 @@ def test_runner_tester_stop_mid_turn_ends_only_tester_run(
     assert held_claim(human_thread.pk) is not None
     gated.release.set()
     wait_for(lambda: reply_to(human_turn.pk))
-    time.sleep(3 * 0.02)
+    wait_until_looked_again(runner)
     assert reply_to(tester_turn.pk) is None
     # A stopped message is no longer pending: it is never answered later.
     assert list(pending_messages()) == []
@@ -213,7 +214,7 @@ def test_runner_instance_end_mid_turn_drops_reply(
     assert len(actions.end_instance(staff, instance="assistant")) == 2
     wait_for(lambda: not runner.busy, timeout=LEASE)
     gated.release.set()
-    time.sleep(0.1)
+    wait_until_looked_again(runner)
     assert not Message.objects.filter(message_class="RESULT").exists()
     assert [t.message.pk for t in turns if pending_messages().filter(pk=t.message.pk)] == []
 
@@ -278,11 +279,12 @@ def test_runner_backend_error_ends_claim_and_retries_after_back_off(
     assert shown.progress.failure.startswith("The model server failed (500)")
     assert pending_messages().filter(pk=turn.pk).exists()
     fake_model.status = 200
-    time.sleep(0.2)
-    # Back-off: no second attempt before the turn's retry time (at least 0.3 s on).
-    assert len(fake_model.requests) == 1
     reply = wait_for(lambda: reply_to(turn.pk), timeout=4 * LEASE)
     assert reply.body == "model reply"
+    # Back-off: the retry time is at least 0.3 s on, and the second attempt, the one that
+    # answered, came no sooner.
+    assert shown.progress.retry_at >= turn.created_at + timedelta(seconds=0.3)
+    assert reply.created_at >= shown.progress.retry_at
     assert len(fake_model.requests) == 2
 
 
@@ -310,12 +312,11 @@ def test_runner_only_serves_its_instance_and_business(
     theirs = factories.thread(other_human, factories.project(other_human), "theirs")
     mine_turn = actions.send_to_thread(human, thread_id=mine.pk, body="x").message
     their_turn = actions.send_to_thread(other_human, thread_id=theirs.pk, body="x").message
-    start_runner(business_id=human.business_id, instance="assistant")
+    narrowed = start_runner(business_id=human.business_id, instance="assistant")
     wait_for(lambda: reply_to(mine_turn.pk))
-    time.sleep(0.1)
+    wait_until_looked_again(narrowed)
     assert reply_to(their_turn.pk) is None
-    start_runner(instance="planner")
-    time.sleep(0.1)
+    wait_until_looked_again(start_runner(instance="planner"))
     assert reply_to(their_turn.pk) is None
 
 
@@ -341,7 +342,7 @@ def test_runner_stop_mid_turn_with_slow_model_lands_nothing_and_run_ends_within_
     wait_for(lambda: not runner.busy, timeout=LEASE)
     gone_after = time.monotonic() - stopped_at
     fake_model.delay = 0
-    time.sleep(LEASE)
+    wait_until_looked_again(runner)
     assert reply_to(turn.pk) is None
     assert not Message.objects.filter(message_class="RESULT").exists()
     assert len(fake_model.requests) == 1  # the stopped turn is not tried again
