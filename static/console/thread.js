@@ -236,9 +236,11 @@ export async function loadOlderMessages() {
 // --- the composer ------------------------------------------------------------------------
 
 // A send's key lives until the send is answered: pressing Send again after a failure
-// repeats the same key, so the turn is stored once.
-let pending = null;
-let sending = false;
+// repeats the same key, so the turn is stored once. Keys and sends in flight are kept per
+// thread (a chat not started yet under NEW_CHAT), so a send still on its way in one thread
+// never holds up the next one elsewhere.
+const pending = new Map();
+const sending = new Set();
 
 async function sendBody(body, threadId, key) {
   const answer = await write(`/api/chat/threads/${threadId}/messages`, { body }, key);
@@ -250,42 +252,49 @@ async function sendBody(body, threadId, key) {
   return answer;
 }
 
+function sendingHere(slot, on) {
+  if (on) sending.add(slot);
+  else sending.delete(slot);
+  if ((state.threadId ?? NEW_CHAT) === slot) $("send").disabled = !canSend || on;
+}
+
 export async function send() {
   const composer = $("composer-body");
   const body = composer.value;
   let threadId = state.threadId;
-  if (!canSend || sending || !body.trim()) return;
-  sending = true;
-  $("send").disabled = true;
+  if (!canSend || sending.has(threadId ?? NEW_CHAT) || !body.trim()) return;
   if (threadId === null) {
     // Just start typing: the first send makes its thread, then goes there.
+    sendingHere(NEW_CHAT, true);
     say($("composer-notice"), "Starting a new chat…");
     try {
       threadId = await listeners.start(body);
     } catch (error) {
       say($("composer-notice"), error.message, "error");
-      sending = false;
-      $("send").disabled = !canSend;
       return;
+    } finally {
+      sendingHere(NEW_CHAT, false);
     }
     // The text moves with it: the new thread's draft until the send is answered.
     if (loadDraft(NEW_CHAT) === body) saveDraft(NEW_CHAT, "");
     saveDraft(threadId, body);
     composer.value = body;
   }
-  if (!pending || pending.body !== body || pending.threadId !== threadId) pending = { body, threadId, key: newKey() };
+  sendingHere(threadId, true);
+  const earlier = pending.get(threadId);
+  const key = earlier?.body === body ? earlier.key : newKey();
+  pending.set(threadId, { body, key });
   say($("composer-notice"), "Sending…");
   try {
-    await sendBody(body, threadId, pending.key);
-    pending = null;
+    await sendBody(body, threadId, key);
+    pending.delete(threadId);
     if (loadDraft(threadId) === body) saveDraft(threadId, "");
     if (state.threadId === threadId && composer.value === body) composer.value = "";
-    say($("composer-notice"), "");
+    if (state.threadId === threadId) say($("composer-notice"), "");
   } catch (error) {
-    say($("composer-notice"), error.message, "error");
+    if (state.threadId === threadId) say($("composer-notice"), error.message, "error");
   } finally {
-    sending = false;
-    $("send").disabled = !canSend;
+    sendingHere(threadId, false);
   }
 }
 

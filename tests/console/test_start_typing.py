@@ -9,7 +9,7 @@ import json
 import re
 
 import pytest
-from playwright.sync_api import Locator, Page, expect
+from playwright.sync_api import Locator, Page, Request, Route, expect
 
 from tests.console.conftest import DESKTOP, PHONE, OpenConsole
 from tests.console.pages import create_project, create_thread, messages, send, unique
@@ -105,6 +105,51 @@ def test_new_chat_from_an_open_thread_starts_another_and_a_taken_name_gets_a_suf
     page.get_by_label("New name of this thread").fill("Greetings")
     page.get_by_role("button", name="Save").click()
     expect(page.get_by_role("heading", name="Greetings", exact=True)).to_be_visible()
+
+
+SENDS = re.compile(r".*/api/chat/threads/\d+/messages$")
+
+
+def is_send(request: Request) -> bool:
+    return request.method == "POST" and bool(SENDS.match(request.url))
+
+
+def test_a_send_still_on_its_way_holds_up_no_new_chat(open_console: OpenConsole) -> None:
+    """A chat's first message held on its way (a server slow to answer the send): "New chat"
+    and Enter there start another chat at once, and each message lands in its own thread once
+    answered. One "sending" mark for the whole page made that Enter do nothing."""
+    page = open_console("human")
+    create_project(page, unique("held"))
+    held: list[Route] = []
+
+    def hold_sends(route: Route) -> None:
+        if is_send(route.request):
+            held.append(route)
+        else:
+            route.continue_()
+
+    page.route(SENDS, hold_sends)
+    first, second = unique("first chat"), unique("second chat")
+    with page.expect_request(is_send):
+        send_without_waiting(page, first)
+    expect(page.get_by_role("heading", name=first, exact=True)).to_be_visible()
+    expect(page.locator("#send")).to_be_disabled()
+
+    new_chat(page, "desktop")
+    with page.expect_request(is_send):
+        send_without_waiting(page, second)
+    expect(page.get_by_role("heading", name=second, exact=True)).to_be_visible()
+    for route in held:
+        route.continue_()
+    expect(messages(page).locator('[data-from="human"] .body')).to_have_text([second])
+    expect(composer(page)).to_have_value("")
+    page.get_by_role("list", name="Your threads").get_by_role("button", name=first).click()
+    expect(messages(page).locator('[data-from="human"] .body')).to_have_text([first])
+
+
+def send_without_waiting(page: Page, body: str) -> None:
+    composer(page).fill(body)
+    composer(page).press("Enter")
 
 
 def test_start_typing_with_no_project_makes_the_default_project(
