@@ -11,6 +11,9 @@ the settings, in the controller and in every worker.
 - **Work by file, the cluster whole.** A file's tests run on one worker, so its module fixtures
   (servers, browsers) start once. `tests/cluster/` shares one session fixture, a cluster of five
   processes, across its files: it is one unit, so only one worker starts it.
+- **The longest first.** Units go out in the order of `LONGEST_FIRST` (the cluster, the browser
+  tests, the conversation-test client), then in file order, so no worker is left at the end with
+  a long unit while the other waits.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 
 ONE_UNIT = ("tests/cluster/",)
+LONGEST_FIRST = ("tests/cluster/", "tests/console/", "tests/tester/")
 
 
 def worker_index() -> int | None:
@@ -42,9 +46,28 @@ if _index and os.environ.get("REDIS_URL"):
     os.environ["REDIS_URL"] = redis_url_for_worker(os.environ["REDIS_URL"], _index)
 
 
+def rank(nodeid: str) -> int:
+    """The test's place in `LONGEST_FIRST`; after all of them when it is in none."""
+    return next(
+        (place for place, prefix in enumerate(LONGEST_FIRST) if nodeid.startswith(prefix)),
+        len(LONGEST_FIRST),
+    )
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """On a worker, the collection in the order its units are to go out (a stable sort: each
+    file keeps its order). Every worker sorts alike, as xdist requires."""
+    if worker_index() is not None:
+        items.sort(key=lambda item: rank(item.nodeid))
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     from xdist.scheduler import LoadFileScheduling
+
+    # Units go out in collection order (above), not xdist's largest-count-first.
+    config.option.loadscopereorder = False
 
     class ByFileClusterWhole(LoadFileScheduling):
         def _split_scope(self, nodeid: str) -> str:

@@ -25,7 +25,7 @@ from playwright.sync_api import FloatRect, Locator, Page, expect
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from tests.console.api import LiveApi
-from tests.console.conftest import DESKTOP, PHONE, OpenConsole
+from tests.console.conftest import DESKTOP, PHONE, TIMEOUT_MS, OpenConsole
 from tests.console.pages import create_project, create_thread, messages, send, unique
 from tests.console.server import HUMAN_USERNAME, PASSWORD, LiveServer
 from tests.model_servers import FakeModel
@@ -111,7 +111,7 @@ def expect_last_line_shown(page: Page) -> None:
                 return bottom <= Math.min(log.bottom, innerHeight, composer.top) + 1.5
                     && bottom > log.top && composer.bottom <= innerHeight + 1.5;
             }""",
-            timeout=5_000,
+            timeout=TIMEOUT_MS,
         )
     assert last_line_shown(page), geometry(page)
 
