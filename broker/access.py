@@ -160,7 +160,7 @@ _ROLE_COLUMNS = ("id", "business_id", "name", "receive_from", "send_to", "cross_
 
 
 # The key of each business's stream lock: (STREAM_LOCK, business id) in PostgreSQL's two-key
-# advisory lock space (`broker.actions.do_lock_streams` says what it is for).
+# advisory lock space (`broker.actions.streams.do_lock_streams` says what it is for).
 STREAM_LOCK = 0x4D42
 TAKE_STREAM_LOCK = "pg_advisory_xact_lock(%s::integer, %s::integer)"
 
@@ -217,7 +217,7 @@ def access_thread(
     (FOR NO KEY UPDATE, as every lock of a thread's row: it excludes every other writer of the
     row but not the key check of an insert that references it — see `broker.runner.claims`);
     `take_streams` takes the business's stream lock before it in the same statement
-    (PostgreSQL; see `broker.actions.appending_to_thread`).
+    (PostgreSQL; see `broker.actions.streams.appending_to_thread`).
 
     One query: the thread, its instance with the role's lists (`thread.instance.role`), the
     business's tester switch, and the run holding its open claim (`thread.holder`, "" when

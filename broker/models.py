@@ -112,9 +112,9 @@ class SuiteVerdict(models.TextChoices):
     ERROR = "error"  # could not be judged (no answer from the listener, a refusal)
 
 
-# Verdicts of a case that works, and of one that does not, as a baseline comparison reads them.
-WORKING = (SuiteVerdict.PASS, SuiteVerdict.FLAKY)
-BROKEN = (SuiteVerdict.FAIL, SuiteVerdict.ERROR)
+# Verdicts that pass a case, and verdicts that fail it, as a baseline comparison reads them.
+PASSING_VERDICTS = (SuiteVerdict.PASS, SuiteVerdict.FLAKY)
+FAILING_VERDICTS = (SuiteVerdict.FAIL, SuiteVerdict.ERROR)
 
 
 class SuiteChange(models.TextChoices):

@@ -43,10 +43,6 @@ from broker.refusals import Refusal
 M = TypeVar("M", bound=Model)
 MessageT = TypeVar("MessageT", bound=Message)
 
-HUMAN_KIND = ActorKind.HUMAN
-TESTER_KIND = ActorKind.TESTER
-RUN_KIND = ActorKind.RUN
-
 
 @dataclass(frozen=True)
 class Counted:
@@ -84,7 +80,7 @@ def page(
     return list(reversed(rows.order_by(*newest_first)[:size]))
 
 
-@verb("project.list", HUMAN_KIND, TESTER_KIND)
+@verb("project.list", ActorKind.HUMAN, ActorKind.TESTER)
 def list_projects(
     actor: Actor, *, after: int | None = None, before: int | None = None, limit: int | None = None
 ) -> list[Project]:
@@ -151,7 +147,7 @@ def inbox_thread(actor: Actor, *, thread_id: int) -> Thread:
     return with_inbox(threads).get()
 
 
-@verb("thread.list", HUMAN_KIND, TESTER_KIND)
+@verb("thread.list", ActorKind.HUMAN, ActorKind.TESTER)
 def list_threads(
     actor: Actor,
     *,
@@ -185,7 +181,7 @@ def list_threads(
     return page(threads, after=after, before=before, limit=limit)
 
 
-@verb("thread.messages", HUMAN_KIND, TESTER_KIND, switch_in_read=True)
+@verb("thread.messages", ActorKind.HUMAN, ActorKind.TESTER, switch_in_read=True)
 def thread_messages(
     actor: Actor,
     *,
@@ -290,7 +286,7 @@ def _addressed_to(actor: Actor) -> QuerySet[Message]:
     return Message.objects.filter(business_id=actor.business_id, to_role=actor.role)
 
 
-@verb("messages.view", HUMAN_KIND, TESTER_KIND)
+@verb("messages.view", ActorKind.HUMAN, ActorKind.TESTER)
 def messages_view(
     actor: Actor, *, after: int | None = None, before: int | None = None, limit: int | None = None
 ) -> Counted:
@@ -299,7 +295,7 @@ def messages_view(
     return Counted(rows=page(view, after=after, before=before, limit=limit), count=view.count())
 
 
-@verb("message.receive", HUMAN_KIND, TESTER_KIND, RUN_KIND)
+@verb("message.receive", ActorKind.HUMAN, ActorKind.TESTER, ActorKind.RUN)
 def receive_messages(
     actor: Actor, *, after: int | None = None, limit: int | None = None
 ) -> list[Message]:
@@ -307,7 +303,7 @@ def receive_messages(
     return page(_addressed_to(actor), after=after if after is not None else 0, limit=limit)
 
 
-@verb("trail.read", HUMAN_KIND, TESTER_KIND, switch_in_read=True)
+@verb("trail.read", ActorKind.HUMAN, ActorKind.TESTER, switch_in_read=True)
 def read_trail(
     actor: Actor, *, after: int | None = None, before: int | None = None, limit: int | None = None
 ) -> list[TrailRow]:
@@ -325,7 +321,7 @@ def read_trail(
     return found
 
 
-@verb("inbox.read", HUMAN_KIND)
+@verb("inbox.read", ActorKind.HUMAN)
 def read_inbox(
     actor: Actor, *, after: int | None = None, before: int | None = None, limit: int | None = None
 ) -> list[Decision]:

@@ -132,13 +132,11 @@ def call_tool(
         )
         TurnProgress.objects.filter(message=turn).update(steps=F("steps") + 1, calling=None)
         actions.do_record_trail(
+            actor,
             business_id=actor.business_id,
             thread=claim.thread,
             message=turn,
-            from_role=actor.role,
-            from_run=actor.run,
             to_role=TESTER if claim.thread.owner == TESTER else HUMAN,
-            actor=actor,
             text=summary(step),
             kind=TrailKind.STEP,
         )

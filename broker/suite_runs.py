@@ -18,10 +18,15 @@ from django.utils import timezone
 from broker import fields, refusals, suite_fields
 from broker.access import access_thread, verb
 from broker.actors import Actor, ActorKind
-from broker.models import BROKEN, WORKING, SuiteCase, SuiteChange, SuiteRun, SuiteVerdict
+from broker.models import (
+    FAILING_VERDICTS,
+    PASSING_VERDICTS,
+    SuiteCase,
+    SuiteChange,
+    SuiteRun,
+    SuiteVerdict,
+)
 from broker.refusals import Refusal
-
-TESTER_KIND = ActorKind.TESTER
 
 # `compare`'s word for the newest earlier ended run covering the same suites.
 COMPARE_LAST = "last"
@@ -43,11 +48,11 @@ def case_change(*, baseline: str | None, verdict: str) -> SuiteChange:
     baseline has no such case, or the run has no baseline)."""
     if baseline is None:
         return SuiteChange.NEW
-    # It worked in the baseline and does not now.
-    if baseline in WORKING and verdict in BROKEN:
+    # It passed in the baseline and fails now.
+    if baseline in PASSING_VERDICTS and verdict in FAILING_VERDICTS:
         return SuiteChange.REGRESSED
-    # It did not work in the baseline and does now.
-    if baseline in BROKEN and verdict in WORKING:
+    # It failed in the baseline and passes now.
+    if baseline in FAILING_VERDICTS and verdict in PASSING_VERDICTS:
         return SuiteChange.FIXED
     return SuiteChange.SAME
 
@@ -99,7 +104,7 @@ def _baseline(actor: Actor, *, suites: list[str], compare: object) -> SuiteRun |
 # --- writes --------------------------------------------------------------------------------
 
 
-@verb("suite_run.start", TESTER_KIND)
+@verb("suite_run.start", ActorKind.TESTER)
 def start_suite_run(actor: Actor, *, suites: object, compare: object = None) -> SuiteRun:
     """A new run covering `suites` (stored sorted), compared with the run `compare` names:
     None (no baseline), `"last"` (the newest earlier ended run of the business covering the
@@ -113,7 +118,7 @@ def start_suite_run(actor: Actor, *, suites: object, compare: object = None) -> 
         )
 
 
-@verb("suite_run.record", TESTER_KIND)
+@verb("suite_run.record", ActorKind.TESTER)
 def record_suite_case(
     actor: Actor,
     *,
@@ -213,7 +218,7 @@ def do_record_case(run: SuiteRun, record: suite_fields.CaseRecord) -> SuiteCase:
     )
 
 
-@verb("suite_run.end", TESTER_KIND)
+@verb("suite_run.end", ActorKind.TESTER)
 def end_suite_run(actor: Actor, *, run_id: object) -> SuiteRun:
     """End a run of the business: it takes no more cases. Ending it again changes nothing and
     answers the run as it is."""
@@ -228,7 +233,7 @@ def end_suite_run(actor: Actor, *, run_id: object) -> SuiteRun:
 # --- reads ---------------------------------------------------------------------------------
 
 
-@verb("suite_run.list", TESTER_KIND)
+@verb("suite_run.list", ActorKind.TESTER)
 def list_suite_runs(
     actor: Actor, *, before: int | None = None, limit: int | None = None
 ) -> list[SuiteRun]:
@@ -242,7 +247,7 @@ def list_suite_runs(
     return list(with_counts(runs).order_by("-pk")[:size])
 
 
-@verb("suite_run.read", TESTER_KIND)
+@verb("suite_run.read", ActorKind.TESTER)
 def read_suite_run(actor: Actor, *, run_id: object) -> SuiteRunRead:
     """One run of the business with its counts and its cases, in id order."""
     run = with_counts(

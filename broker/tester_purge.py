@@ -147,13 +147,11 @@ def do_record_purge(business_id: int, *, counts: PurgeCounts) -> TrailRow:
     system = Actor.system(business_id=business_id)
     with actions.appending(business_id):
         return actions.do_record_trail(
+            system,
             business_id=business_id,
             thread=None,
             message=None,
-            from_role=system.role,
-            from_run=system.run,
             to_role=TESTER,
-            actor=system,
             text=f"purged old tester data: {counts.sentence()}",
             kind=TrailKind.TESTER_PURGED,
         )

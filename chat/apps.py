@@ -9,4 +9,3 @@ class ChatConfig(AppConfig):
         # L9's system check; ended sign-ins close their sockets; failed sign-ins count.
         from chat import checks, revocations, sign_in_throttle  # noqa: F401
         from chat.api import schema  # noqa: F401  (registers the schema's session scheme)
-        from mosaic import metrics  # noqa: F401  (counts turns in every process, runners too)

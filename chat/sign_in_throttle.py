@@ -30,14 +30,14 @@ from django.dispatch import receiver
 from rest_framework.exceptions import Throttled
 
 from broker import refusals
-from mosaic.client_address import client_of_request
+from chat.client_address import client_of_request
 
 security_log = logging.getLogger("mosaic.security")
 
 
 def address_of(request: Any) -> str:
     """The address a sign-in came from: the connection's peer, or behind a trusted proxy the
-    client it forwards (`mosaic.client_address`), so one client's failures lock out no other."""
+    client it forwards (`chat.client_address`), so one client's failures lock out no other."""
     return client_of_request(request)
 
 

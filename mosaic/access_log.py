@@ -2,11 +2,12 @@
 
 The line is written once the request ends, whatever answered it: a chat view, a page, a static
 file, a probe, or a refusal made before any view (L1, L8, `too-large`, a busy server's 503). What
-only the inner layers know they note on the scope's mark: Django's `ListenerMiddleware` the
-matched route, a chat view the actor (L6). Plain lines read `chat METHOD PATH STATUS user="…"`
-for the chat API, `http METHOD PATH STATUS` for everything else, and `ws PATH CODE` when a
-WebSocket ends; with MOSAIC_LOG_FORMAT=json each is one JSON object with every field
-(`mosaic.logs`). daphne's own access log is off (`manage.py serve`): it repeated every line.
+only the inner layers know is noted on the scope's mark by Django's `ListenerMiddleware`: the
+matched route, and the user a chat view named (L6). Plain lines read
+`chat METHOD PATH STATUS user="…"` for the chat API, `http METHOD PATH STATUS` for everything
+else, and `ws PATH CODE` when a WebSocket ends; with MOSAIC_LOG_FORMAT=json each is one JSON
+object with every field (`mosaic.logs`). daphne's own access log is off (`manage.py serve`): it
+repeated every line.
 
 Each request has an id: the `X-Request-ID` a trusted proxy (MOSAIC_TRUSTED_PROXIES) sent, else
 a new one; it is logged and returned in the response's `X-Request-ID`. A client's own header
@@ -24,7 +25,7 @@ from typing import Any
 
 from django.conf import settings
 
-from mosaic.client_address import client_of_scope
+from chat.client_address import client_of_scope
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]

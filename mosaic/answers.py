@@ -1,12 +1,13 @@
 """Answers written straight to ASGI by the layers in front of Django: the listeners' guards,
-the probes and the ops listener."""
+the probes, the ops listener and the handler's admission."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from mosaic.access_log import Send
+from chat.errors import STATUS, body, close_code
+from mosaic.access_log import Scope, Send
 
 Headers = tuple[tuple[bytes, bytes], ...]
 
@@ -33,3 +34,21 @@ async def answer_json(send: Send, status: int, payload: Any, *, headers: Headers
     """`payload` as a JSON answer."""
     content = json.dumps(payload).encode()
     await answer(send, status, content, content_type=b"application/json", headers=headers)
+
+
+async def refuse(
+    scope: Scope,
+    send: Send,
+    code: str,
+    detail: str,
+    *,
+    headers: Headers = (),
+) -> None:
+    """Answer an HTTP request with the error body (and `headers`), or close a WebSocket before
+    accepting it."""
+    if scope["type"] == "websocket":
+        await send({"type": "websocket.close", "code": close_code(code), "reason": code})
+        return
+    if scope["type"] != "http":
+        return
+    await answer_json(send, STATUS[code], body(code, detail), headers=headers)

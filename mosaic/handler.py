@@ -44,7 +44,7 @@ from broker import refusals
 from chat.errors import UNAVAILABLE_RETRY_AFTER
 from mosaic import metrics
 from mosaic.admission import AdmissionPolicy
-from mosaic.listeners import refuse
+from mosaic.answers import refuse
 
 logger = logging.getLogger("mosaic.chat")
 

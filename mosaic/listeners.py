@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
@@ -24,14 +24,12 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from broker import refusals
-from chat.errors import STATUS, body, close_code
+from chat.errors import close_code
 from mosaic.access_log import ASGIApp, Message, Receive, Scope, Send, one_line_each
-from mosaic.answers import answer_json
+from mosaic.answers import refuse
+from mosaic.handler import PooledHandler, Workers
 from mosaic.health import with_probes
 from mosaic.metrics import counted_sockets
-
-if TYPE_CHECKING:
-    from mosaic.handler import Workers
 
 logger = logging.getLogger("mosaic.chat")
 
@@ -44,24 +42,6 @@ LOOPBACK = frozenset({"127.0.0.1", "::1"})
 
 def _normalised(name: bytes) -> bytes:
     return name.strip().lower().replace(b"_", b"-")
-
-
-async def refuse(
-    scope: Scope,
-    send: Send,
-    code: str,
-    detail: str,
-    *,
-    headers: tuple[tuple[bytes, bytes], ...] = (),
-) -> None:
-    """Answer an HTTP request with the error body (and `headers`), or close a WebSocket before
-    accepting it."""
-    if scope["type"] == "websocket":
-        await send({"type": "websocket.close", "code": close_code(code), "reason": code})
-        return
-    if scope["type"] != "http":
-        return
-    await answer_json(send, STATUS[code], body(code, detail), headers=headers)
 
 
 def refuse_tester_header(app: ASGIApp) -> ASGIApp:
@@ -333,8 +313,6 @@ def build_human_application(django_http: ASGIApp) -> ASGIApp:
 
 def http_handler(workers: Workers) -> ASGIApp:
     """Django's HTTP handler for the human listener, its request path on `workers`."""
-    from mosaic.handler import PooledHandler
-
     return PooledHandler(workers)
 
 

@@ -6,10 +6,12 @@ chosen when the variable is set before this module is imported), and the ops lis
 them up; `manage.py serve` is one process, whose own registry is served.
 
 What moves them, from the edge inward: each ended request (the access log's observer), each
-WebSocket accepted and closed (`counted_sockets`), a turn sent by a chat view (`count_send`), a
-busy server's refusal (`count_admission_refusal`), and each attempt at a turn (the broker's
-`turn_ended` signal, so the broker imports nothing of this). Database pool waits are read from
-the process's psycopg pool (`pop_stats`) as requests and turns end, at most once a second.
+WebSocket accepted and closed (`counted_sockets`), a busy server's refusal
+(`count_admission_refusal`), a turn sent by a chat view (chat's `turn_sent` signal), and each
+attempt at a turn (the broker's `turn_ended` signal): neither the chat API nor the broker imports
+anything of this. Database pool waits are read from the process's psycopg pool (`pop_stats`) as
+requests and turns end, at most once a second. The site's app loads this module in every process
+(`mosaic.apps`), runners too.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from django.dispatch import receiver
 from prometheus_client import Counter, Gauge, Histogram, disable_created_metrics
 
 from broker.signals import TurnEnd, turn_ended
+from chat.signals import turn_sent
 from mosaic import access_log
 from mosaic.access_log import ASGIApp, Message, Receive, Scope, Send
 
@@ -120,7 +123,8 @@ def observe_request(fields: dict[str, Any]) -> None:
 access_log.observers.append(observe_request)
 
 
-def count_send(*, listener: str) -> None:
+@receiver(turn_sent)
+def count_send(sender: Any, *, listener: str, **kwargs: Any) -> None:
     SENDS.labels(listener).inc()
 
 

@@ -1,13 +1,14 @@
-"""Which listener a request arrived on, and that listener's urlconf."""
+"""Which listener a request arrived on, and that listener's urlconf; and what the request's log
+line needs from Django's side: the route it matched, and the user a chat view named (L6)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponseBase
 from django.utils.deprecation import MiddlewareMixin
 
-from mosaic.access_log import mark_route
+from mosaic.access_log import mark_chat_user, mark_route
 from mosaic.listeners import LISTENER_KEY
 
 URLCONFS = {"human": "mosaic.urls", "tester": "tester.urls"}
@@ -31,3 +32,12 @@ class ListenerMiddleware(MiddlewareMixin):
         match = request.resolver_match
         if match is not None:
             mark_route(getattr(request, "scope", None), f"/{match.route}")
+
+    def process_response(
+        self, request: HttpRequest, response: HttpResponseBase
+    ) -> HttpResponseBase:
+        # L6: a chat view names the request's user on it (`chat.api.base`); the line says it.
+        user = getattr(request, "chat_user", None)
+        if user is not None:
+            mark_chat_user(getattr(request, "scope", None), user)
+        return response

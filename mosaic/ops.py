@@ -16,9 +16,9 @@ from prometheus_client.multiprocess import MultiProcessCollector
 
 from broker import refusals
 from mosaic.access_log import METRICS, ASGIApp, Receive, Scope, Send, one_line_each
-from mosaic.answers import answer
+from mosaic.answers import answer, refuse
 from mosaic.health import answer_probe, is_probe
-from mosaic.listeners import LOOPBACK, refuse
+from mosaic.listeners import LOOPBACK
 
 OPS_HOST = "127.0.0.1"
 LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "[::1]"})

@@ -14,6 +14,7 @@ from drf_spectacular.utils import (
     OpenApiParameter,
     extend_schema,
     extend_schema_field,
+    extend_schema_serializer,
     inline_serializer,
 )
 from rest_framework import serializers
@@ -158,6 +159,7 @@ class SuiteRunView(ChatView):
 class SuiteRunCasesView(ChatView):
     """Record one case's result in a run that has not ended; `change` is the broker's."""
 
+    @extend_schema_serializer(deprecate_fields=["attempts"])
     class SuiteCaseInput(StrictInput):
         suite = StrictString(allow_blank=False, min_length=1, max_length=SUITE_NAME_MAX)
         case = StrictString(allow_blank=False, min_length=1, max_length=SUITE_NAME_MAX)
@@ -170,9 +172,20 @@ class SuiteRunCasesView(ChatView):
         failures = serializers.ListField(
             child=SuiteCaseFailureInput(), max_length=FAILURES_MAX, required=False
         )
+        # The runner's own detail of each repeat; `attempts` is its deprecated name.
+        repeats = serializers.ListField(
+            child=serializers.DictField(), max_length=RUNS_MAX, required=False
+        )
         attempts = serializers.ListField(
             child=serializers.DictField(), max_length=RUNS_MAX, required=False
         )
+
+        def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+            if "repeats" in attrs and "attempts" in attrs:
+                raise serializers.ValidationError(
+                    {"attempts": ["is the deprecated name of repeats: give one of them"]}
+                )
+            return attrs
 
     @extend_schema(
         operation_id="suite_run_record",
@@ -196,7 +209,7 @@ class SuiteRunCasesView(ChatView):
                 runs=data["runs"],
                 threads=data.get("threads", []),
                 failures=[dict(failure) for failure in data.get("failures", [])],
-                attempts=data.get("attempts", []),
+                attempts=data.get("repeats", data.get("attempts", [])),
             )
             return Response({"case": SuiteCaseOut(case).data}, status=201)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
 from broker.models import SuiteCase, SuiteChange, SuiteRun, SuiteVerdict
@@ -43,6 +44,7 @@ class SuiteCaseFailureOut(serializers.Serializer[dict[str, Any]]):
     actual = serializers.CharField()
 
 
+@extend_schema_serializer(deprecate_fields=["attempts"])
 class SuiteCaseOut(Shape[SuiteCase]):
     """A case's result in a run: its verdict over `runs` repeats, and how that compares with
     the baseline's same case (`change`)."""
@@ -57,6 +59,7 @@ class SuiteCaseOut(Shape[SuiteCase]):
     change = serializers.ChoiceField(choices=SuiteChange.values)
     threads = serializers.ListField(child=serializers.IntegerField())
     failures = SuiteCaseFailureOut(many=True)
-    # The runner's own detail of each repeat, as it sent it.
+    # The runner's own detail of each repeat, as it sent it; `attempts` is its deprecated name.
+    repeats = serializers.ListField(child=serializers.DictField(), source="attempts")
     attempts = serializers.ListField(child=serializers.DictField())
     created_at = serializers.DateTimeField()

@@ -77,7 +77,7 @@ MUTANTS = (
     Mutant(
         "M4",
         "the tester's turn writes a `human.input` event",
-        "broker/actions.py",
+        "broker/actions/threads.py",
         (
             (
                 "        if actor.is_human:\n            request = do_record_event",
@@ -103,7 +103,7 @@ MUTANTS = (
     Mutant(
         "M7",
         "the stop matches no owner",
-        "broker/actions.py",
+        "broker/actions/claims.py",
         (("filter(thread__owner=policy.owner(actor))", "filter(thread__owner=None)"),),
         suspects=("tests/broker/test_scenarios.py",),
     ),
@@ -181,7 +181,7 @@ MUTANTS = (
     Mutant(
         "M14",
         "open stores the human",
-        "broker/actions.py",
+        "broker/actions/threads.py",
         (
             (
                 "ThreadOpen.objects.create(thread=thread, by=policy.owner(actor))",
@@ -224,7 +224,7 @@ MUTANTS = (
     Mutant(
         "M18",
         "a tester's create_task is let through (R15 left to the database alone)",
-        "broker/actions.py",
+        "broker/actions/tasks.py",
         (
             (
                 'if request is None or request.body.get("thread") != claim.thread_id:',
@@ -262,7 +262,7 @@ MUTANTS = (
     Mutant(
         "M22",
         "a stop of the asking instance leaves the consulted run working",
-        "broker/actions.py",
+        "broker/actions/claims.py",
         (
             (
                 "turns = turns.filter(Q(to_role=instance) | Q(from_role=instance))",

@@ -109,9 +109,9 @@ def test_model_suite_with_smollm2_as_assistant_and_judge_records_its_verdicts(
     ]
     for case in cases:
         assert case["verdict"] in ("pass", "flaky", "fail", "error")
-        assert case["runs"] == {"greets": 3, "capital as JSON": 2}.get(case["case"], 1)
+        assert case["repeat_count"] == {"greets": 3, "capital as JSON": 2}.get(case["case"], 1)
         print(
-            f"\n{case['case']}: {case['verdict']} {case['passed_runs']}/{case['runs']}"
+            f"\n{case['case']}: {case['verdict']} {case['passed_repeats']}/{case['repeat_count']}"
             f" — {case['expected'] or ''} {case['actual'] or case['detail'] or ''}"[:400]
         )
         for repeat in case["repeats"]:

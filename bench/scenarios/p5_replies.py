@@ -111,8 +111,8 @@ def count_results(database: str) -> int:
 
 class StreamLockWaits(PostgresSampler):
     """How many of a PostgreSQL database's connections wait for an advisory lock — the
-    business's stream lock (`broker.actions.do_lock_streams`), the only one the product takes
-    — on average over a window, sampled every 20 ms. None on SQLite."""
+    business's stream lock (`broker.actions.streams.do_lock_streams`), the only one the
+    product takes — on average over a window, sampled every 20 ms. None on SQLite."""
 
     every = 0.02
 

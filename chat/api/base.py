@@ -24,7 +24,6 @@ from broker.idempotency import remember_answer
 from broker.models import Via
 from broker.refusals import Refusal
 from chat.gates import DenyAll
-from mosaic.access_log import mark_chat_user
 
 # The Console marks its own sends with this header (`console`); any other client is `api`.
 VIA_HEADER = "X-Mosaic-Via"
@@ -60,9 +59,10 @@ class ChatView(APIView):
 
     def finalize_response(self, request: Request, response: Any, *args: Any, **kwargs: Any) -> Any:
         response = super().finalize_response(request, response, *args, **kwargs)
-        # L6: the request's one line names its user; the listener's edge writes it once the
-        # answer is sent (mosaic.access_log).
-        mark_chat_user(getattr(request._request, "scope", None), _user_of(request))
+        # L6: the request's one line names its user. The view names it on the request; the
+        # site's middleware notes it for the listener's edge, which writes the line once the
+        # answer is sent.
+        request._request.chat_user = _user_of(request)  # type: ignore[attr-defined]
         return response
 
 

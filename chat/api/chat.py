@@ -26,7 +26,7 @@ from chat.api.inputs import (
     list_query,
     parse,
 )
-from mosaic import metrics
+from chat.signals import turn_sent
 
 
 class ProjectsView(ChatView):
@@ -219,7 +219,7 @@ class ThreadMessagesView(ChatView):
             turn = actions.send_to_thread(
                 self.actor(), thread_id=thread_id, body=data["body"], via=self.via()
             )
-            metrics.count_send(listener=request._request.listener)  # type: ignore[attr-defined]
+            turn_sent.send(type(self), listener=request._request.listener)  # type: ignore[attr-defined]
             return Response(
                 {"message": shapes.MessageOut(turn.message).data, "request": turn.request},
                 status=201,

@@ -185,9 +185,9 @@ function stepText(step) {
 // The turns of a case's repeats that made steps; a record stored before steps were kept has none.
 function turnsWithSteps(found) {
   const turns = [];
-  for (const attempt of found.attempts ?? []) {
-    for (const turn of attempt.turns ?? []) {
-      if (turn.steps?.length) turns.push({ repeat: attempt.repeat, turn });
+  for (const repeat of found.repeats ?? []) {
+    for (const turn of repeat.turns ?? []) {
+      if (turn.steps?.length) turns.push({ repeat: repeat.repeat, turn });
     }
   }
   return turns;

@@ -3,8 +3,8 @@
 The same runner is `manage.py testassistant` inside the project. Every file is checked before
 anything is sent. The cases then run through the tester listener over HTTP and WebSocket, as the
 tester Console does: never as the human, never through the broker, so what passes is what the
-listener serves. Each run is stored through the listener (`/api/suite-runs`), compared with an
-earlier one when asked, and its passed repeats' threads archived.
+listener serves. Each test run is stored through the listener (`/api/suite-runs`), compared
+with an earlier one when asked, and its passed repeats' threads archived.
 
 Exit status: 0 when no case is `fail` or `error` (with `--fail-on-regression`: when no case
 regressed), 1 otherwise, 2 for a usage error, a refused file, a refusal from the listener or a
@@ -24,7 +24,7 @@ from . import DEFAULT_PORT, reports
 from .client import ListenerError, TesterClient
 from .files import REPEAT_MAX, SuiteFileRefused, load_suites
 from .html_report import write_html
-from .runner import ERROR, FAIL, CaseReport, Plan, Run, plans, run_plans
+from .runner import ERROR, FAIL, CaseReport, Plan, TestRun, plans, run_plans
 
 FAILED_STATUS = 1
 REFUSED_STATUS = 2
@@ -51,7 +51,7 @@ def positive(limit: int) -> Any:
 
 
 def run_id(value: str) -> str | int:
-    """`last`, or a run's id."""
+    """`last`, or a stored test run's id."""
     if value == "last":
         return value
     parsed = int(value)
@@ -126,12 +126,12 @@ class Writer(Protocol):
 
 
 class Refused(Exception):
-    """The run cannot go on: a refused file, a usage error, the listener's refusal (its
+    """The test run cannot go on: a refused file, a usage error, the listener's refusal (its
     `code: detail`)."""
 
 
 def run(options: argparse.Namespace, *, out: Writer, err: Writer, url: str) -> int:
-    """One run as the options say; its exit status."""
+    """One test run as the options say; its exit status."""
     try:
         return _run(options, out=out, url=url)
     except Refused as refusal:
@@ -165,7 +165,9 @@ def _run(options: argparse.Namespace, *, out: Writer, url: str) -> int:
 
     started = time.monotonic()
     try:
-        stored = client.start_run(suites=sorted({suite.name for suite in suites}), compare=compare)
+        stored = client.start_test_run(
+            suites=sorted({suite.name for suite in suites}), compare=compare
+        )
     except ListenerError as refusal:
         raise Refused(str(refusal)) from refusal
     history_refusal: list[ListenerError] = []
@@ -182,24 +184,24 @@ def _run(options: argparse.Namespace, *, out: Writer, url: str) -> int:
         else:
             tell(reports.line(report, with_instance=several, compared=compare is not None))
 
-    outcome = run_plans(planned, client, jobs=options.jobs, on_report=on_report)
-    refusals = [outcome.refusal] if outcome.refusal else history_refusal
+    test_run = run_plans(planned, client, jobs=options.jobs, on_report=on_report)
+    refusals = [test_run.refusal] if test_run.refusal else history_refusal
     if not refusals:
         try:
-            client.end_run(stored["id"])
+            client.end_test_run(stored["id"])
             if not options.keep_threads:
-                archive_passed(client, outcome)
+                archive_passed(client, test_run)
         except ListenerError as failed:
             refusals = [failed]
-    _report(options, outcome, planned, tell, started, stored, compare, client.url)
+    _report(options, test_run, planned, tell, started, stored, compare, client.url)
     if refusals:
         raise Refused(str(refusals[0]))
-    return status(outcome, fail_on_regression=options.fail_on_regression)
+    return status(test_run, fail_on_regression=options.fail_on_regression)
 
 
 def _report(
     options: argparse.Namespace,
-    outcome: Run,
+    test_run: TestRun,
     planned: Sequence[Plan],
     tell: Any,
     started: float,
@@ -210,10 +212,10 @@ def _report(
     several = len({plan.instance for plan in planned}) > 1
     baseline = stored.get("baseline") if compare is not None else None
     if options.junit:
-        reports.write_junit(outcome, planned, options.junit)
+        reports.write_junit(test_run, planned, options.junit)
     if options.html:
         write_html(
-            outcome,
+            test_run,
             planned,
             options.html,
             run_id=stored["id"],
@@ -221,29 +223,31 @@ def _report(
             console_url=console_url,
         )
     if options.json:
-        tell(reports.json_summary(outcome, run_id=stored["id"]))
+        tell(reports.json_summary(test_run, run_id=stored["id"]))
         return
-    for plan in outcome.not_run:
+    for plan in test_run.not_run:
         tell(reports.not_run_line(plan, with_instance=several))
-    for row in reports.instance_matrix(outcome.reports):
+    for row in reports.instance_matrix(test_run.reports):
         tell(row)
     tell(
-        reports.summary(outcome, time.monotonic() - started, run_id=stored["id"], baseline=baseline)
+        reports.summary(
+            test_run, time.monotonic() - started, run_id=stored["id"], baseline=baseline
+        )
     )
 
 
-def archive_passed(client: TesterClient, outcome: Run) -> None:
+def archive_passed(client: TesterClient, test_run: TestRun) -> None:
     """Archive the threads of the repeats that passed; a failed one stays for a person."""
-    for report in outcome.reports:
-        for attempt in report.attempts:
-            if attempt.passed and attempt.thread is not None:
-                client.archive(attempt.thread)
+    for report in test_run.reports:
+        for repeat in report.repeats:
+            if repeat.passed and repeat.thread is not None:
+                client.archive(repeat.thread)
 
 
-def status(outcome: Run, *, fail_on_regression: bool) -> int:
+def status(test_run: TestRun, *, fail_on_regression: bool) -> int:
     if fail_on_regression:
-        return FAILED_STATUS if outcome.regressed else 0
-    if outcome.count(FAIL) or outcome.count(ERROR):
+        return FAILED_STATUS if test_run.regressed else 0
+    if test_run.count(FAIL) or test_run.count(ERROR):
         return FAILED_STATUS
     return 0
 

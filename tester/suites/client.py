@@ -35,7 +35,7 @@ PAGE = 500
 
 
 class ListenerError(Exception):
-    """The listener refused a request, or could not be reached: a run cannot go on."""
+    """The listener refused a request, or could not be reached: a test run cannot go on."""
 
     def __init__(self, code: str, detail: str) -> None:
         super().__init__(f"{code}: {detail}")
@@ -95,7 +95,7 @@ class Outcome:
 
 
 def utc_stamp() -> str:
-    """Now in UTC, to the millisecond: what makes a run's thread names its own."""
+    """Now in UTC, to the millisecond: what makes a repeat's thread names its own."""
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
@@ -148,7 +148,7 @@ class TesterClient:
         except ListenerError as refusal:
             if refusal.code != "project-exists":
                 raise
-            # Created meanwhile by another run.
+            # Created meanwhile by another repeat or test run.
             found = self.find_project(name)
             if found is None:
                 raise
@@ -178,8 +178,8 @@ class TesterClient:
         return dict(answer["thread"])
 
     def new_thread(self, *, project: int, name: str, instance: str | None) -> ConversationThread:
-        """A thread of the tester's named `<name> · <UTC time>`; a name taken (by a run in the
-        same millisecond) is tried again with a later time."""
+        """A thread of the tester's named `<name> · <UTC time>`; a name taken (by another repeat
+        or test run in the same millisecond) is tried again with a later time."""
         for _attempt in range(5):
             try:
                 thread = self.create_thread(
@@ -217,9 +217,9 @@ class TesterClient:
         """Archive one of the tester's threads: it leaves the tester's working list."""
         self.write("PATCH", f"/api/chat/threads/{thread_id}", {"archived": True})
 
-    # --- the stored history of suite runs (tester listener only) ---
+    # --- the stored history of test runs (tester listener only) ---
 
-    def start_run(self, *, suites: list[str], compare: str | int | None) -> dict[str, Any]:
+    def start_test_run(self, *, suites: list[str], compare: str | int | None) -> dict[str, Any]:
         _, answer = self.write("POST", "/api/suite-runs", {"suites": suites, "compare": compare})
         return dict(answer["run"])
 
@@ -227,7 +227,7 @@ class TesterClient:
         _, answer = self.write("POST", f"/api/suite-runs/{run_id}/cases", record)
         return dict(answer["case"])
 
-    def end_run(self, run_id: int) -> dict[str, Any]:
+    def end_test_run(self, run_id: int) -> dict[str, Any]:
         _, answer = self.write("POST", f"/api/suite-runs/{run_id}/end", {})
         return dict(answer["run"])
 

@@ -1,4 +1,4 @@
-"""`--html PATH`: one self-contained page of a run, readable offline from a file.
+"""`--html PATH`: one self-contained page of a test run, readable offline from a file.
 
 Every case on every instance, its verdict, `k/N` and change, and under it each repeat's
 transcript with each turn's steps (the tool calls made answering it), its timings, tokens, model
@@ -16,7 +16,7 @@ from html import escape
 from pathlib import Path
 
 from .reports import instance_matrix, miss, name_of
-from .runner import VERDICTS, Attempt, CaseReport, Plan, Run, TurnRecord
+from .runner import VERDICTS, CaseReport, Plan, Repeat, TestRun, TurnRecord
 from .steps import describe_step
 
 STYLE = """
@@ -48,7 +48,7 @@ details { margin: .5rem 0 .5rem 1rem; }
 
 
 def write_html(
-    run: Run,
+    test_run: TestRun,
     every: Sequence[Plan],
     path: str | Path,
     *,
@@ -59,13 +59,13 @@ def write_html(
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(
-        page(run, every, run_id=run_id, baseline=baseline, console_url=console_url),
+        page(test_run, every, run_id=run_id, baseline=baseline, console_url=console_url),
         encoding="utf-8",
     )
 
 
 def page(
-    run: Run,
+    test_run: TestRun,
     every: Sequence[Plan],
     *,
     run_id: int | None,
@@ -73,8 +73,8 @@ def page(
     console_url: str | None = None,
 ) -> str:
     title = f"Conversation tests — run {run_id}" if run_id is not None else "Conversation tests"
-    counts = ", ".join(f"{run.count(verdict)} {verdict}" for verdict in VERDICTS)
-    compared = f"; {run.regressed} regressed against run {baseline}" if baseline else ""
+    counts = ", ".join(f"{test_run.count(verdict)} {verdict}" for verdict in VERDICTS)
+    compared = f"; {test_run.regressed} regressed against run {baseline}" if baseline else ""
     several = len({plan.instance for plan in every}) > 1
     parts = [
         "<!doctype html>",
@@ -88,13 +88,13 @@ def page(
         f'<p class="muted">{escape(counts + compared)}; written '
         f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC</p>",
     ]
-    matrix = instance_matrix(run.reports)
+    matrix = instance_matrix(test_run.reports)
     if matrix:
-        parts.append(_matrix(run.reports))
-    parts.append(_overview(run, several))
-    for report in run.reports:
+        parts.append(_matrix(test_run.reports))
+    parts.append(_overview(test_run, several))
+    for report in test_run.reports:
         parts.append(_case(report, several, console_url))
-    for plan in run.not_run:
+    for plan in test_run.not_run:
         parts.append(
             f'<section class="case"><h2>{escape(plan.title)}</h2>'
             '<p class="muted">not run</p></section>'
@@ -118,20 +118,22 @@ def _matrix(reports: Sequence[CaseReport]) -> str:
         rows.append(f"<tr><td>{escape(title)}</td>")
         for instance in instances:
             report = cells.get((title, instance))
-            cell = f"{_badge(report.verdict)} {report.passed_runs}/{report.runs}" if report else "—"
+            cell = "—"
+            if report:
+                cell = f"{_badge(report.verdict)} {report.passed_repeats}/{report.repeat_count}"
             rows.append(f"<td>{cell}</td>")
         rows.append("</tr>")
     rows.append("</table>")
     return "".join(rows)
 
 
-def _overview(run: Run, several: bool) -> str:
-    rows = ["<table><tr><th>case</th><th>verdict</th><th>runs</th><th>change</th></tr>"]
-    for report in run.reports:
+def _overview(test_run: TestRun, several: bool) -> str:
+    rows = ["<table><tr><th>case</th><th>verdict</th><th>repeats</th><th>change</th></tr>"]
+    for report in test_run.reports:
         rows.append(
             f"<tr><td>{escape(name_of(report, with_instance=several))}</td>"
             f"<td>{_badge(report.verdict)}</td>"
-            f"<td>{report.passed_runs}/{report.runs}</td>"
+            f"<td>{report.passed_repeats}/{report.repeat_count}</td>"
             f"<td>{escape(report.change or '')}</td></tr>"
         )
     rows.append("</table>")
@@ -143,39 +145,39 @@ def _case(report: CaseReport, several: bool, console_url: str | None) -> str:
     change = f" · {escape(report.change)}" if report.change else ""
     parts = [
         f'<section class="case"><h2>{_badge(report.verdict)} {heading}</h2>',
-        f'<p class="facts">{report.passed_runs}/{report.runs} passed{change} · '
+        f'<p class="facts">{report.passed_repeats}/{report.repeat_count} passed{change} · '
         f"instance {escape(report.instance or 'default')} · {report.seconds:.1f} s</p>",
     ]
     if report.first_miss is not None:
         parts.append(f'<p class="miss">{escape(miss(report))}</p>')
-    for attempt in report.attempts:
-        parts.append(_attempt(attempt, console_url, open_it=not attempt.passed))
+    for repeat in report.repeats:
+        parts.append(_repeat(repeat, console_url, open_it=not repeat.passed))
     parts.append("</section>")
     return "\n".join(parts)
 
 
-def _attempt(attempt: Attempt, console_url: str | None, *, open_it: bool) -> str:
-    state = "passed" if attempt.passed else ("error" if attempt.problem else "failed")
+def _repeat(repeat: Repeat, console_url: str | None, *, open_it: bool) -> str:
+    state = "passed" if repeat.passed else ("error" if repeat.problem else "failed")
     thread = ""
-    if attempt.thread is not None:
-        thread = f" · thread {attempt.thread}"
+    if repeat.thread is not None:
+        thread = f" · thread {repeat.thread}"
         if console_url:
-            href = escape(f"{console_url.rstrip('/')}/#thread={attempt.thread}")
-            thread = f' · <a href="{href}">thread {attempt.thread}</a>'
+            href = escape(f"{console_url.rstrip('/')}/#thread={repeat.thread}")
+            thread = f' · <a href="{href}">thread {repeat.thread}</a>'
     parts = [
-        f"<details{' open' if open_it else ''}><summary>run {attempt.repeat}: {state}"
-        f" · {attempt.seconds:.1f} s{thread}</summary>"
+        f"<details{' open' if open_it else ''}><summary>repeat {repeat.number}: {state}"
+        f" · {repeat.seconds:.1f} s{thread}</summary>"
     ]
-    if attempt.problem is not None:
-        parts.append(f'<p class="miss">{escape(str(attempt.problem))}</p>')
-    for turn in attempt.turns:
+    if repeat.problem is not None:
+        parts.append(f'<p class="miss">{escape(str(repeat.problem))}</p>')
+    for turn in repeat.turns:
         parts.append(_turn(turn))
-    if attempt.failure is not None and attempt.failed_turn is None:
+    if repeat.failure is not None and repeat.failed_turn is None:
         parts.append(
-            f'<p class="miss">the conversation: expected {escape(attempt.failure.expected)}; '
-            f"got {escape(attempt.failure.actual)}</p>"
+            f'<p class="miss">the conversation: expected {escape(repeat.failure.expected)}; '
+            f"got {escape(repeat.failure.actual)}</p>"
         )
-    for vote in attempt.conversation_votes:
+    for vote in repeat.conversation_votes:
         verdict = "pass" if vote.passed else "fail"
         parts.append(
             f'<p class="facts">judge of the conversation: {verdict} — {escape(vote.reason)}</p>'

@@ -32,7 +32,7 @@ from .files import (
     load_suite,
 )
 from .judge import Judge, turn_transcript
-from .reports import miss_lines
+from .reports import miss_lines, tally
 from .runner import ERROR, FAIL, Judges, Plan, plans, run_plan
 
 DEFAULT_PROJECT = "pytest"
@@ -251,13 +251,15 @@ class CaseItem(pytest.Item):
         report = run_plan(listener.client, self.plan, project=project, judges=listener.judges)
         self.user_properties += [
             ("verdict", report.verdict),
-            ("passed_runs", report.passed_runs),
-            ("runs", report.runs),
+            ("passed_repeats", report.passed_repeats),
+            ("passed_runs", report.passed_repeats),
+            ("repeat_count", report.repeat_count),
+            ("runs", report.repeat_count),
             ("threads", " ".join(str(thread) for thread in report.threads)),
         ]
         if report.verdict in (FAIL, ERROR):
             told = "\n".join(miss_lines(report))
-            raise CaseFailed(f"{report.passed_runs}/{report.runs} {report.verdict}\n{told}")
+            raise CaseFailed(f"{tally(report, compared=False)}\n{told}")
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, CaseFailed | ListenerError):

@@ -1,9 +1,13 @@
-"""How a run is told: a line per case and a summary, JSON lines, JUnit XML.
+"""How a test run is told: a line per case and a summary, JSON lines, JUnit XML.
 
 Every case is one line or record per instance, with `k/N` (repeats passed of repeats run), its
-verdict and, when the run is compared with an earlier one, its change. The records sent to the
-stored history (`stored_record`) are the JSON records without the conversation's texts: those
-stay in the threads the record names.
+verdict and, when the test run is compared with an earlier one, its change. The records sent to
+the stored history (`stored_record`) are the JSON records without the conversation's texts:
+those stay in the threads the record names.
+
+`--json` records and JUnit properties write `k` and `N` as `passed_repeats` and `repeat_count`,
+and again, with the same values, under their deprecated names `passed_runs` and `runs`; the
+stored record keeps the listener's names for them.
 """
 
 from __future__ import annotations
@@ -14,7 +18,18 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .runner import ERROR, FAIL, FLAKY, PASS, VERDICTS, Attempt, CaseReport, Plan, Run, TurnRecord
+from .runner import (
+    ERROR,
+    FAIL,
+    FLAKY,
+    PASS,
+    VERDICTS,
+    CaseReport,
+    Plan,
+    Repeat,
+    TestRun,
+    TurnRecord,
+)
 from .steps import Step, describe_steps
 
 SHOWN = 200
@@ -24,7 +39,7 @@ STORED_TEXT = 2000
 STORED_REASON = 500
 # What a case's repeats may take in the stored history (within the listener's request limit),
 # and how many failed repeats keep their turns when a case is over it.
-STORED_ATTEMPTS = 150_000
+STORED_REPEATS = 150_000
 STORED_FULL_MISSES = 10
 # The longest arguments of a step kept in the stored history, as JSON text; longer ones are
 # kept as that text, cut.
@@ -55,46 +70,47 @@ def name_of(report: CaseReport, *, with_instance: bool) -> str:
 
 
 def tally(report: CaseReport, *, compared: bool) -> str:
-    """`k/N verdict`, and the change when the run is compared."""
-    told = f"{report.passed_runs}/{report.runs} {report.verdict}"
+    """`k/N verdict`, and the change when the test run is compared."""
+    told = f"{report.passed_repeats}/{report.repeat_count} {report.verdict}"
     if compared and report.change:
         told += f" · {report.change}"
     return told
 
 
-def place(report: CaseReport, attempt: Attempt) -> str:
-    """Where a repeat went wrong: `run R, turn N “sent”` (the run only when there are several)."""
-    where = f"run {attempt.repeat}, " if report.runs > 1 else ""
-    if attempt.problem is not None or attempt.failed_turn is None:
-        return f"{where}the conversation" if attempt.problem is None else where.rstrip(", ")
-    sent = attempt.turns[attempt.failed_turn - 1].sent
-    return f"{where}turn {attempt.failed_turn} {shown(sent, 60)}"
+def place(report: CaseReport, repeat: Repeat) -> str:
+    """Where a repeat went wrong: `repeat R, turn N “sent”` (the repeat only when there are
+    several)."""
+    where = f"repeat {repeat.number}, " if report.repeat_count > 1 else ""
+    if repeat.problem is not None or repeat.failed_turn is None:
+        return f"{where}the conversation" if repeat.problem is None else where.rstrip(", ")
+    sent = repeat.turns[repeat.failed_turn - 1].sent
+    return f"{where}turn {repeat.failed_turn} {shown(sent, 60)}"
 
 
 def miss(report: CaseReport) -> str:
     """Where the first repeat that did not pass went wrong, on one line."""
-    attempt = report.first_miss
-    if attempt is None:
+    repeat = report.first_miss
+    if repeat is None:
         return ""
-    if attempt.problem is not None:
-        where = place(report, attempt)
-        return f"{where}: {attempt.problem}" if where else str(attempt.problem)
-    assert attempt.failure is not None
+    if repeat.problem is not None:
+        where = place(report, repeat)
+        return f"{where}: {repeat.problem}" if where else str(repeat.problem)
+    assert repeat.failure is not None
     return (
-        f"{place(report, attempt)}: expected {attempt.failure.expected}; "
-        f"got {shown(attempt.failure.actual)}"
+        f"{place(report, repeat)}: expected {repeat.failure.expected}; "
+        f"got {shown(repeat.failure.actual)}"
     )
 
 
 def miss_lines(report: CaseReport) -> list[str]:
     """The same on several lines, what came in full (a pytest failure)."""
-    attempt = report.first_miss
-    if attempt is None or attempt.failure is None:
+    repeat = report.first_miss
+    if repeat is None or repeat.failure is None:
         return [miss(report)]
     return [
-        place(report, attempt),
-        f"expected: {attempt.failure.expected}",
-        f"actual: {attempt.failure.actual}",
+        place(report, repeat),
+        f"expected: {repeat.failure.expected}",
+        f"actual: {repeat.failure.actual}",
     ]
 
 
@@ -103,7 +119,7 @@ def line(report: CaseReport, *, with_instance: bool = False, compared: bool = Fa
     label = f"{LABELS[report.verdict]:<5}"
     name = name_of(report, with_instance=with_instance)
     if report.verdict == PASS:
-        turns = max(len(a.turns) for a in report.attempts)
+        turns = max(len(repeat.turns) for repeat in report.repeats)
         return (
             f"{label} {name} ({turns} turn{'s' if turns != 1 else ''}) "
             f"· {tally(report, compared=compared)}"
@@ -116,13 +132,15 @@ def not_run_line(plan: Plan, *, with_instance: bool = False) -> str:
     return f"SKIP  {name}: not run"
 
 
-def summary(run: Run, seconds: float, *, run_id: int | None, baseline: int | None) -> str:
-    parts = [f"{run.count(verdict)} {verdict}" for verdict in VERDICTS]
+def summary(test_run: TestRun, seconds: float, *, run_id: int | None, baseline: int | None) -> str:
+    """The last line: the verdicts' counts, the regressions against the baseline, what was not
+    run, and the stored test run's id."""
+    parts = [f"{test_run.count(verdict)} {verdict}" for verdict in VERDICTS]
     told = ", ".join(parts)
     if baseline is not None:
-        told += f"; {run.regressed} regressed against run {baseline}"
-    if run.not_run:
-        told += f"; {len(run.not_run)} not run"
+        told += f"; {test_run.regressed} regressed against run {baseline}"
+    if test_run.not_run:
+        told += f"; {len(test_run.not_run)} not run"
     if run_id is not None:
         told += f" (run {run_id})"
     return f"{told} in {seconds:.1f} s"
@@ -135,7 +153,9 @@ def instance_matrix(reports: Sequence[CaseReport]) -> list[str]:
     if len(instances) < 2:
         return []
     cases = list(dict.fromkeys(report.title for report in reports))
-    cells = {(r.title, r.instance): f"{r.verdict} {r.passed_runs}/{r.runs}" for r in reports}
+    cells = {
+        (r.title, r.instance): f"{r.verdict} {r.passed_repeats}/{r.repeat_count}" for r in reports
+    }
     rows = [["", *instances]]
     rows += [[title, *(cells.get((title, i), "—") for i in instances)] for title in cases]
     widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
@@ -189,11 +209,11 @@ def stored_step(step: Step) -> dict[str, Any]:
 
 
 def steps_lines(report: CaseReport) -> list[str]:
-    """Each turn that made steps, `run R, turn N “sent”: call outcome; …`, in every repeat."""
+    """Each turn that made steps, `repeat R, turn N “sent”: call outcome; …`, in every repeat."""
     lines = []
-    for attempt in report.attempts:
-        where = f"run {attempt.repeat}, " if report.runs > 1 else ""
-        for turn in attempt.turns:
+    for repeat in report.repeats:
+        where = f"repeat {repeat.number}, " if report.repeat_count > 1 else ""
+        for turn in repeat.turns:
             if turn.outcome.steps:
                 lines.append(
                     f"{where}turn {turn.number} {shown(turn.sent, 60)}: "
@@ -202,38 +222,38 @@ def steps_lines(report: CaseReport) -> list[str]:
     return lines
 
 
-def attempt_record(attempt: Attempt, *, texts: bool) -> dict[str, Any]:
-    failure = attempt.failure
+def repeat_record(repeat: Repeat, *, texts: bool) -> dict[str, Any]:
+    failure = repeat.failure
     return {
-        "repeat": attempt.repeat,
-        "thread": attempt.thread,
-        "passed": attempt.passed,
-        "error": attempt.problem.code if attempt.problem else None,
-        "detail": attempt.problem.detail if attempt.problem else None,
-        "failed_turn": attempt.failed_turn,
+        "repeat": repeat.number,
+        "thread": repeat.thread,
+        "passed": repeat.passed,
+        "error": repeat.problem.code if repeat.problem else None,
+        "detail": repeat.problem.detail if repeat.problem else None,
+        "failed_turn": repeat.failed_turn,
         "expected": failure.expected if failure else None,
         "actual": (failure.actual if texts else clipped(failure.actual)) if failure else None,
-        "seconds": round(attempt.seconds, 3),
-        "turns": [turn_record(turn, texts=texts) for turn in attempt.turns],
-        "judge": [vote.as_json() for vote in attempt.conversation_votes],
+        "seconds": round(repeat.seconds, 3),
+        "turns": [turn_record(turn, texts=texts) for turn in repeat.turns],
+        "judge": [vote.as_json() for vote in repeat.conversation_votes],
     }
 
 
 def failures(report: CaseReport) -> list[dict[str, Any]]:
     """Each repeat's miss: where, what was expected, what came (a problem is what came)."""
     found = []
-    for attempt in report.attempts:
-        if attempt.passed:
+    for repeat in report.repeats:
+        if repeat.passed:
             continue
-        turn = attempt.turns[attempt.failed_turn - 1] if attempt.failed_turn else None
-        if attempt.failure is not None:
-            expected, actual = attempt.failure.expected, attempt.failure.actual
+        turn = repeat.turns[repeat.failed_turn - 1] if repeat.failed_turn else None
+        if repeat.failure is not None:
+            expected, actual = repeat.failure.expected, repeat.failure.actual
         else:
-            expected, actual = "a verdict", str(attempt.problem)
+            expected, actual = "a verdict", str(repeat.problem)
         found.append(
             {
-                "repeat": attempt.repeat,
-                "turn": attempt.failed_turn,
+                "repeat": repeat.number,
+                "turn": repeat.failed_turn,
                 "sent": clipped(turn.sent if turn else None, 500),
                 "expected": clipped(expected),
                 "actual": clipped(actual),
@@ -245,33 +265,35 @@ def failures(report: CaseReport) -> list[dict[str, Any]]:
 def stored_record(report: CaseReport) -> dict[str, Any]:
     """What the stored history keeps of a case (`POST /api/suite-runs/ID/cases`): each
     repeat's turns with their timings, tokens, model and the judge's reasons, within
-    `STORED_ATTEMPTS` characters (`stored_attempts`); the texts stay in the threads."""
+    `STORED_REPEATS` characters (`stored_repeats`); the texts stay in the threads. The counts
+    and the repeats go under the names every listener takes, `passed_runs`, `runs` and
+    `attempts` (a listener also takes `repeats`, but one older than that name would refuse it)."""
     return {
         "suite": report.plan.suite.name,
         "case": report.plan.case.name,
         "instance": report.instance,
         "verdict": report.verdict,
-        "passed_runs": report.passed_runs,
-        "runs": report.runs,
+        "passed_runs": report.passed_repeats,
+        "runs": report.repeat_count,
         "threads": report.threads,
         "failures": failures(report),
-        "attempts": stored_attempts(report.attempts),
+        "attempts": stored_repeats(report.repeats),
     }
 
 
-def stored_attempts(attempts: Sequence[Attempt]) -> list[dict[str, Any]]:
+def stored_repeats(repeats: Sequence[Repeat]) -> list[dict[str, Any]]:
     """Every repeat's record without texts (its failure is in `failures`). A case too big for
     the budget keeps the turns of its first repeats that did not pass, and of none that did:
     every repeat still names its thread, verdict and time."""
     records = []
-    for attempt in attempts:
-        record = attempt_record(attempt, texts=False)
+    for repeat in repeats:
+        record = repeat_record(repeat, texts=False)
         del record["expected"], record["actual"]
         for turn in record["turns"]:
             for vote in turn["judge"]:
                 vote["reason"] = clipped(vote["reason"], STORED_REASON)
         records.append(record)
-    if len(json.dumps(records)) <= STORED_ATTEMPTS:
+    if len(json.dumps(records)) <= STORED_REPEATS:
         return records
     kept = 0
     for record in records:
@@ -294,8 +316,10 @@ def as_json(report: CaseReport) -> dict[str, Any]:
         "file": report.plan.suite.file,
         "instance": report.instance,
         "verdict": report.verdict,
-        "passed_runs": report.passed_runs,
-        "runs": report.runs,
+        "passed_repeats": report.passed_repeats,
+        "passed_runs": report.passed_repeats,
+        "repeat_count": report.repeat_count,
+        "runs": report.repeat_count,
         "change": report.change,
         "status": STATUS[report.verdict],
         "thread": first.thread if first else next(iter(report.threads), None),
@@ -307,7 +331,7 @@ def as_json(report: CaseReport) -> dict[str, Any]:
         "error": problem.code if problem else None,
         "detail": problem.detail if problem else None,
         "seconds": round(report.seconds, 3),
-        "repeats": [attempt_record(attempt, texts=True) for attempt in report.attempts],
+        "repeats": [repeat_record(repeat, texts=True) for repeat in report.repeats],
     }
 
 
@@ -315,21 +339,21 @@ def json_line(report: CaseReport) -> str:
     return json.dumps(as_json(report), ensure_ascii=False)
 
 
-def summary_record(run: Run, *, run_id: int | None) -> dict[str, Any]:
+def summary_record(test_run: TestRun, *, run_id: int | None) -> dict[str, Any]:
     counts: dict[str, Any] = {"run": run_id}
-    counts |= {verdict: run.count(verdict) for verdict in VERDICTS}
-    counts |= {"regressed": run.regressed, "not_run": len(run.not_run)}
+    counts |= {verdict: test_run.count(verdict) for verdict in VERDICTS}
+    counts |= {"regressed": test_run.regressed, "not_run": len(test_run.not_run)}
     return {"summary": counts}
 
 
-def json_summary(run: Run, *, run_id: int | None) -> str:
-    return json.dumps(summary_record(run, run_id=run_id))
+def json_summary(test_run: TestRun, *, run_id: int | None) -> str:
+    return json.dumps(summary_record(test_run, run_id=run_id))
 
 
 # --- JUnit -----------------------------------------------------------------------------------
 
 
-def junit(run: Run, every: Sequence[Plan]) -> ElementTree.ElementTree:
+def junit(test_run: TestRun, every: Sequence[Plan]) -> ElementTree.ElementTree:
     """JUnit XML: one `testsuite` per suite, one `testcase` per case and instance, with the
     verdict, `k/N` and the change as properties, a `failure` with what was expected and what
     came (or an `error` with the refusal); every planned case not run is `skipped`, so every
@@ -337,7 +361,7 @@ def junit(run: Run, every: Sequence[Plan]) -> ElementTree.ElementTree:
     root = ElementTree.Element("testsuites", name="testassistant")
     suites: dict[tuple[str, str], ElementTree.Element] = {}
     with_instance = len({plan.instance for plan in every}) > 1
-    reported = {(r.plan.suite.file, r.plan.case.name, r.plan.instance): r for r in run.reports}
+    reported = {(r.plan.suite.file, r.plan.case.name, r.plan.instance): r for r in test_run.reports}
     tallies: dict[ElementTree.Element, list[str]] = {}
     for plan in every:
         key = (plan.suite.file, plan.suite.name)
@@ -369,7 +393,7 @@ def junit(run: Run, every: Sequence[Plan]) -> ElementTree.ElementTree:
                 case, "failure", type="expectation", message=miss(report)
             )
             failure.text = "\n".join(
-                f"run {f['repeat']}, turn {f['turn']}: sent {f['sent']}\n"
+                f"repeat {f['repeat']}, turn {f['turn']}: sent {f['sent']}\n"
                 f"expected: {f['expected']}\nactual: {f['actual']}"
                 for f in failures(report)
             )
@@ -396,8 +420,10 @@ def _properties(case: ElementTree.Element, report: CaseReport) -> None:
     properties = ElementTree.SubElement(case, "properties")
     shown_properties = {
         "verdict": report.verdict,
-        "passed_runs": report.passed_runs,
-        "runs": report.runs,
+        "passed_repeats": report.passed_repeats,
+        "passed_runs": report.passed_repeats,
+        "repeat_count": report.repeat_count,
+        "runs": report.repeat_count,
         "change": report.change or "",
         "instance": report.instance,
         "threads": " ".join(str(thread) for thread in report.threads),
@@ -406,7 +432,7 @@ def _properties(case: ElementTree.Element, report: CaseReport) -> None:
         ElementTree.SubElement(properties, "property", name=name, value=str(value))
 
 
-def write_junit(run: Run, every: Sequence[Plan], path: str | Path) -> None:
+def write_junit(test_run: TestRun, every: Sequence[Plan], path: str | Path) -> None:
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    junit(run, every).write(target, encoding="utf-8", xml_declaration=True)
+    junit(test_run, every).write(target, encoding="utf-8", xml_declaration=True)

@@ -1,13 +1,13 @@
 """Running suites: each case once per instance, each of its repeats in a new tester thread.
 
-A repeat is an independent run of the case: a thread of its own, its turns in order, each
-checked as it comes. A case's verdict is over its repeats (`verdict`): `pass` when every repeat
+A repeat is one independent execution of the case: a thread of its own, its turns in order,
+each checked as it comes. A case's verdict is over its repeats (`verdict`): `pass` when every repeat
 passed, `flaky` when some failed but at least `pass_rate` of them passed, `fail` below that, and
 `error` when a repeat could not be judged (a listener's refusal, a judge that could not be
 asked). Repeats and cases run side by side, `jobs` at a time.
 
 A refusal from the listener (`tester-off`, an unknown instance, an unreachable listener) is no
-verdict on the assistant: it ends the run, and what was not started is left unrun.
+verdict on the assistant: it ends the test run, and what was not started is left unrun.
 """
 
 from __future__ import annotations
@@ -67,10 +67,10 @@ class TurnRecord:
 
 
 @dataclass
-class Attempt:
-    """One repeat of a case in its own thread."""
+class Repeat:
+    """One execution of a case in its own thread; `number` counts from 1 within the case."""
 
-    repeat: int
+    number: int
     thread: int | None = None
     instance: str = ""
     turns: list[TurnRecord] = field(default_factory=list)
@@ -109,52 +109,58 @@ class Plan:
 @dataclass
 class CaseReport:
     """A case on one instance: every repeat, the verdict over them, and (once stored) how it
-    compares with the baseline run."""
+    compares with the baseline test run."""
 
     plan: Plan
-    attempts: list[Attempt]
+    repeats: list[Repeat]
     verdict: str
     change: str | None = None
 
     @property
     def instance(self) -> str:
         """The instance the case talked to, as its threads name it."""
-        for attempt in self.attempts:
-            if attempt.instance:
-                return attempt.instance
+        for repeat in self.repeats:
+            if repeat.instance:
+                return repeat.instance
         return self.plan.instance or ""
 
     @property
-    def passed_runs(self) -> int:
-        return sum(attempt.passed for attempt in self.attempts)
+    def passed_repeats(self) -> int:
+        return sum(repeat.passed for repeat in self.repeats)
 
     @property
-    def runs(self) -> int:
-        return len(self.attempts)
+    def repeat_count(self) -> int:
+        return len(self.repeats)
 
     @property
     def threads(self) -> list[int]:
-        return [attempt.thread for attempt in self.attempts if attempt.thread is not None]
+        return [repeat.thread for repeat in self.repeats if repeat.thread is not None]
 
     @property
     def title(self) -> str:
         return self.plan.title
 
     @property
-    def first_miss(self) -> Attempt | None:
+    def first_miss(self) -> Repeat | None:
         """The repeat that says why the verdict is what it is: for `error`, the first that
         could not be judged; else the first that did not pass."""
         if self.verdict == ERROR:
-            return next((a for a in self.attempts if a.problem is not None), None)
-        return next((attempt for attempt in self.attempts if not attempt.passed), None)
+            return next((r for r in self.repeats if r.problem is not None), None)
+        return next((repeat for repeat in self.repeats if not repeat.passed), None)
 
     @property
     def seconds(self) -> float:
-        return sum(attempt.seconds for attempt in self.attempts)
+        return sum(repeat.seconds for repeat in self.repeats)
 
 
 @dataclass
-class Run:
+class TestRun:
+    """The client's whole execution of the planned cases: a report per case and instance, the
+    listener's refusal that ended it early, and the plans it never started."""
+
+    # Not a test class, though pytest would take the name for one.
+    __test__ = False
+
     reports: list[CaseReport] = field(default_factory=list)
     refusal: ListenerError | None = None
     not_run: list[Plan] = field(default_factory=list)
@@ -167,15 +173,15 @@ class Run:
         return sum(report.change == "regressed" for report in self.reports)
 
 
-def verdict_of(attempts: Sequence[Attempt], pass_rate: float) -> str:
-    if any(attempt.problem is not None for attempt in attempts):
+def verdict_of(repeats: Sequence[Repeat], pass_rate: float) -> str:
+    if any(repeat.problem is not None for repeat in repeats):
         return ERROR
-    passed = sum(attempt.passed for attempt in attempts)
-    if passed == len(attempts):
+    passed = sum(repeat.passed for repeat in repeats)
+    if passed == len(repeats):
         return PASS
     # An allowance below the gap between any two rates k/N (N ≤ 100), so 2 of 3 meets a
     # pass_rate written as 0.6667.
-    if passed / len(attempts) >= pass_rate - RATE_ALLOWANCE:
+    if passed / len(repeats) >= pass_rate - RATE_ALLOWANCE:
         return FLAKY
     return FAIL
 
@@ -227,87 +233,87 @@ class Judges:
             return self._judges[suite.judge]
 
 
-def run_attempt(
-    client: TesterClient, plan: Plan, *, project: int, repeat: int, judge: Judge | None
-) -> Attempt:
-    """One repeat of `plan` in a new tester thread `<suite> · <case> · <UTC time>`; stops at
-    its first failed expectation. A listener's refusal is raised; a judge's failure makes the
-    repeat's problem."""
+def run_repeat(
+    client: TesterClient, plan: Plan, *, project: int, number: int, judge: Judge | None
+) -> Repeat:
+    """Repeat `number` of `plan` in a new tester thread `<suite> · <case> · <UTC time>`; stops
+    at its first failed expectation. A listener's refusal is raised; a judge's failure makes
+    the repeat's problem."""
     started = time.monotonic()
-    attempt = Attempt(repeat)
+    repeat = Repeat(number)
     with client.new_thread(project=project, name=plan.title, instance=plan.instance) as thread:
-        attempt.thread = thread.id
-        attempt.instance = thread.instance
+        repeat.thread = thread.id
+        repeat.instance = thread.instance
         try:
             if plan.case.simulate is not None:
-                _simulate(thread, plan.case, attempt, judge)
+                _simulate(thread, plan.case, repeat, judge)
             else:
-                _play(thread, plan.case, attempt, judge)
+                _play(thread, plan.case, repeat, judge)
         except JudgeError as error:
-            attempt.problem = Problem("judge", str(error))
-    attempt.seconds = time.monotonic() - started
-    return attempt
+            repeat.problem = Problem("judge", str(error))
+    repeat.seconds = time.monotonic() - started
+    return repeat
 
 
-def _play(thread: Any, case: Case, attempt: Attempt, judge: Judge | None) -> None:
+def _play(thread: Any, case: Case, repeat: Repeat, judge: Judge | None) -> None:
     for number, turn in enumerate(case.turns, start=1):
         outcome = thread.ask(turn.send, within=turn.expect.within)
-        transcript = [*attempt.transcript, *TurnRecord(number, turn.send, outcome).transcript]
+        transcript = [*repeat.transcript, *TurnRecord(number, turn.send, outcome).transcript]
         checked = check_turn(turn.expect, outcome, transcript=transcript, judge=judge)
-        if not _took(attempt, number, turn.send, outcome, checked):
+        if not _took(repeat, number, turn.send, outcome, checked):
             return
-    _check_conversation(case, attempt, judge)
+    _check_conversation(case, repeat, judge)
 
 
-def _simulate(thread: Any, case: Case, attempt: Attempt, judge: Judge | None) -> None:
+def _simulate(thread: Any, case: Case, repeat: Repeat, judge: Judge | None) -> None:
     """The judge plays the user until it finds the goal met, or `max_turns` have passed."""
     simulate = case.simulate
     assert simulate is not None and judge is not None  # the file's reader made sure
     for number in range(1, simulate.max_turns + 1):
         # The simulated user sees the replies only, as a person would; not the steps.
         said = judge.user_turn(
-            persona=simulate.persona, goal=simulate.goal, transcript=heard(attempt.transcript)
+            persona=simulate.persona, goal=simulate.goal, transcript=heard(repeat.transcript)
         )
         outcome = thread.ask(said, within=simulate.within)
         # A simulated user's turn expects a reply, and nothing more of it.
         checked = check_turn(Expect(within=simulate.within), outcome)
-        if not _took(attempt, number, said, outcome, checked):
+        if not _took(repeat, number, said, outcome, checked):
             return
         verdict = judge.goal_met(
-            persona=simulate.persona, goal=simulate.goal, transcript=attempt.transcript
+            persona=simulate.persona, goal=simulate.goal, transcript=repeat.transcript
         )
-        attempt.conversation_votes = verdict.votes
+        repeat.conversation_votes = verdict.votes
         if verdict.passed:
-            _check_conversation(case, attempt, judge, goal_votes=verdict.votes)
+            _check_conversation(case, repeat, judge, goal_votes=verdict.votes)
             return
-    attempt.failure = Failure(
+    repeat.failure = Failure(
         f"the goal met within {simulate.max_turns} turns ({simulate.goal})",
-        f"not met: {'; '.join(vote.reason for vote in attempt.conversation_votes)}",
+        f"not met: {'; '.join(vote.reason for vote in repeat.conversation_votes)}",
     )
 
 
-def _took(attempt: Attempt, number: int, sent: str, outcome: Outcome, checked: Checked) -> bool:
+def _took(repeat: Repeat, number: int, sent: str, outcome: Outcome, checked: Checked) -> bool:
     """Record one turn; False when it failed, and the repeat ends there."""
-    attempt.turns.append(TurnRecord(number, sent, outcome, checked.failure, checked.votes))
+    repeat.turns.append(TurnRecord(number, sent, outcome, checked.failure, checked.votes))
     if checked.failure is None:
         return True
-    attempt.failure = checked.failure
-    attempt.failed_turn = number
+    repeat.failure = checked.failure
+    repeat.failed_turn = number
     return False
 
 
 def _check_conversation(
-    case: Case, attempt: Attempt, judge: Judge | None, goal_votes: tuple[Vote, ...] = ()
+    case: Case, repeat: Repeat, judge: Judge | None, goal_votes: tuple[Vote, ...] = ()
 ) -> None:
-    transcript: Transcript = attempt.transcript
+    transcript: Transcript = repeat.transcript
     checked = check_conversation(
         case.expect_conversation,
         transcript=transcript,
-        seconds=[turn.outcome.seconds for turn in attempt.turns],
+        seconds=[turn.outcome.seconds for turn in repeat.turns],
         judge=judge,
     )
-    attempt.conversation_votes = goal_votes + checked.votes
-    attempt.failure = checked.failure
+    repeat.conversation_votes = goal_votes + checked.votes
+    repeat.failure = checked.failure
 
 
 def run_plan(
@@ -315,11 +321,11 @@ def run_plan(
 ) -> CaseReport:
     """Every repeat of one plan, one after the other (the pytest plugin's way)."""
     judge = (judges or Judges()).of(plan.suite)
-    attempts = [
-        run_attempt(client, plan, project=project, repeat=number, judge=judge)
+    repeats = [
+        run_repeat(client, plan, project=project, number=number, judge=judge)
         for number in range(1, plan.repeat + 1)
     ]
-    return CaseReport(plan, attempts, verdict_of(attempts, plan.case.pass_rate))
+    return CaseReport(plan, repeats, verdict_of(repeats, plan.case.pass_rate))
 
 
 def run_plans(
@@ -328,67 +334,67 @@ def run_plans(
     *,
     jobs: int = 1,
     on_report: Callable[[CaseReport], None] = lambda report: None,
-) -> Run:
-    """Run every repeat of every plan, `jobs` at a time; reports in the plans' order, each
-    handed to `on_report` as its last repeat ends (one at a time)."""
-    run = Run()
+) -> TestRun:
+    """One test run: every repeat of every plan, `jobs` at a time; reports in the plans' order,
+    each handed to `on_report` as its last repeat ends (one at a time)."""
+    test_run = TestRun()
     try:
         projects = {name: client.project_id(name) for name in {p.suite.project for p in planned}}
     except ListenerError as refusal:
-        run.refusal = refusal
-        run.not_run = list(planned)
-        return run
+        test_run.refusal = refusal
+        test_run.not_run = list(planned)
+        return test_run
     judges = Judges()
     halted = threading.Event()
     lock = threading.Lock()
-    attempts: list[list[Attempt | None]] = [[None] * plan.repeat for plan in planned]
+    repeats: list[list[Repeat | None]] = [[None] * plan.repeat for plan in planned]
     left = [plan.repeat for plan in planned]
     reports: dict[int, CaseReport] = {}
 
-    def play(index: int, repeat: int) -> None:
+    def play(index: int, number: int) -> None:
         plan = planned[index]
-        attempt: Attempt | None = None
+        repeat: Repeat | None = None
         if not halted.is_set():
             started = time.monotonic()
             try:
-                attempt = run_attempt(
+                repeat = run_repeat(
                     client,
                     plan,
                     project=projects[plan.suite.project],
-                    repeat=repeat,
+                    number=number,
                     judge=judges.of(plan.suite),
                 )
             except ListenerError as refusal:
                 halted.set()
-                attempt = Attempt(repeat, problem=Problem(refusal.code, refusal.detail))
-                attempt.seconds = time.monotonic() - started
+                repeat = Repeat(number, problem=Problem(refusal.code, refusal.detail))
+                repeat.seconds = time.monotonic() - started
                 with lock:
-                    run.refusal = run.refusal or refusal
+                    test_run.refusal = test_run.refusal or refusal
         with lock:
-            attempts[index][repeat - 1] = attempt
+            repeats[index][number - 1] = repeat
             left[index] -= 1
             if left[index]:
                 return
-            ran = [a for a in attempts[index] if a is not None]
+            ran = [r for r in repeats[index] if r is not None]
             if not ran:
                 return
-            if len(ran) < plan.repeat and all(a.problem is None for a in ran):
-                ran.append(Attempt(len(ran) + 1, problem=HALTED))
+            if len(ran) < plan.repeat and all(r.problem is None for r in ran):
+                ran.append(Repeat(len(ran) + 1, problem=HALTED))
             report = CaseReport(plan, ran, verdict_of(ran, plan.case.pass_rate))
             reports[index] = report
             # One report at a time, whichever case ended.
             on_report(report)
 
     tasks = [
-        (index, repeat)
+        (index, number)
         for index, plan in enumerate(planned)
-        for repeat in range(1, plan.repeat + 1)
+        for number in range(1, plan.repeat + 1)
     ]
     with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="case") as pool:
         list(pool.map(lambda task: play(*task), tasks))
-    run.reports = [reports[index] for index in sorted(reports)]
-    run.not_run = [plan for index, plan in enumerate(planned) if index not in reports]
-    return run
+    test_run.reports = [reports[index] for index in sorted(reports)]
+    test_run.not_run = [plan for index, plan in enumerate(planned) if index not in reports]
+    return test_run
 
 
-HALTED = Problem("halted", "the run was halted before every repeat of this case ran")
+HALTED = Problem("halted", "the test run was halted before every repeat of this case ran")

@@ -10,6 +10,7 @@ from django.db import transaction
 from broker import actions, events
 from broker.actors import Actor
 from broker.models import TrailKind, TrailRow
+from broker.refusals import Refusal
 from tests.broker import factories
 from tests.conftest import postgres_only
 
@@ -64,7 +65,7 @@ def test_refused_write_pushes_nothing(
     human: Actor, tester: Actor, django_capture_on_commit_callbacks
 ) -> None:
     thread = factories.thread(human, factories.project(human), "t")
-    with django_capture_on_commit_callbacks() as pending, pytest.raises(actions.Refusal):
+    with django_capture_on_commit_callbacks() as pending, pytest.raises(Refusal):
         actions.send_to_thread(tester, thread_id=thread.pk, body="hi")
     assert pending == []
 
@@ -88,13 +89,11 @@ def test_trail_row_outside_the_stream_lock_is_refused(human: Actor) -> None:
 
     def record(text: str) -> object:
         return actions.do_record_trail(
+            human,
             business_id=human.business_id,
             thread=None,
             message=None,
-            from_role="human",
-            from_run="human-cli",
             to_role="assistant",
-            actor=human,
             text=text,
             kind=TrailKind.MESSAGE,
         )

@@ -12,7 +12,7 @@ from tester.suites.expectations import Failure
 from tester.suites.files import Case, Suite
 from tester.suites.html_report import write_html
 from tester.suites.judge import Vote
-from tester.suites.runner import Attempt, CaseReport, Plan, Run, TurnRecord
+from tester.suites.runner import CaseReport, Plan, Repeat, TestRun, TurnRecord
 
 # Replies that would fetch something if the page rendered them instead of showing them.
 HOSTILE = [
@@ -33,20 +33,20 @@ def report(name: str, reply: str, *, passed: bool) -> CaseReport:
     )
     failure = None if passed else Failure("the reply contains 'Paris'", reply)
     turn = TurnRecord(1, "hello <b>there</b>", outcome, failure, (Vote(passed, f"<i>{name}</i>"),))
-    attempt = Attempt(1, thread=7, instance="assistant", turns=[turn], failure=failure)
-    attempt.failed_turn = None if passed else 1
-    return CaseReport(Plan(suite, case, None, 1), [attempt], "pass" if passed else "fail")
+    repeat = Repeat(1, thread=7, instance="assistant", turns=[turn], failure=failure)
+    repeat.failed_turn = None if passed else 1
+    return CaseReport(Plan(suite, case, None, 1), [repeat], "pass" if passed else "fail")
 
 
 def test_html_report_opened_from_a_file_fetches_nothing(browser: Browser, tmp_path: Path) -> None:
-    run = Run(
+    test_run = TestRun(
         reports=[
             report(f"case {number}", text, passed=number % 2 == 0)
             for number, text in enumerate(HOSTILE)
         ]
     )
     path = tmp_path / "report.html"
-    write_html(run, [r.plan for r in run.reports], path, run_id=12, baseline=None)
+    write_html(test_run, [r.plan for r in test_run.reports], path, run_id=12, baseline=None)
     context = browser.new_context()
     page = context.new_page()
     asked: list[str] = []

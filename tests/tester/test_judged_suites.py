@@ -164,7 +164,7 @@ def test_run_alternating_replies_are_flaky_or_fail_by_pass_rate(
     ran = run_testassistant(path, "--url", live.url, "--json", "--keep-threads")
     assert ran.status == status, ran.out + ran.error
     (case,), summary = records(ran)
-    assert (case["verdict"], case["passed_runs"], case["runs"]) == (verdict, 2, 4)
+    assert (case["verdict"], case["passed_repeats"], case["repeat_count"]) == (verdict, 2, 4)
     assert len(set(case["threads"])) == 4
     assert summary[verdict] == 1
 
@@ -173,7 +173,7 @@ def test_run_repeat_option_overrides_every_cases_repeat(live: Served, tmp_path: 
     path = write_suite(tmp_path, suite(COIN.format(rate=0.5)))
     ran = run_testassistant(path, "--url", live.url, "--json", "--repeat", "2", "--jobs", "2")
     (case,), _ = records(ran)
-    assert (case["passed_runs"], case["runs"]) == (1, 2)
+    assert (case["passed_repeats"], case["repeat_count"]) == (1, 2)
     assert sorted(r["turns"][0]["reply"] for r in case["repeats"]) == ["heads", "tails"]
 
 
@@ -393,9 +393,14 @@ def test_run_is_stored_for_the_tester_and_hidden_from_the_human(
         kept = cases[case["case"]]
         assert (kept["verdict"], kept["passed_runs"], kept["runs"]) == (
             case["verdict"],
-            case["passed_runs"],
-            case["runs"],
+            case["passed_repeats"],
+            case["repeat_count"],
         )
+        assert [repeat["thread"] for repeat in kept["repeats"]] == [
+            repeat["thread"] for repeat in case["repeats"]
+        ]
+        # `attempts`, the deprecated name of `repeats`, is still served.
+        assert kept["attempts"] == kept["repeats"]
         assert kept["instance"] == "assistant"
         assert sorted(kept["threads"]) == sorted(case["threads"])
     assert cases["always wrong"]["failures"][0]["expected"] == "the reply contains 'Berlin'"

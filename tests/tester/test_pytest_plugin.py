@@ -56,8 +56,17 @@ def test_plugin_collects_each_case_of_a_suite_file_as_a_test(
             "*actual: Hello! I am assistant.*",
         ]
     )
-    names = [case.get("name") for case in ElementTree.parse(junit).getroot().iter("testcase")]
-    assert names == ["greets", "task refused", "greets", "expects goodbye"]
+    cases = list(ElementTree.parse(junit).getroot().iter("testcase"))
+    assert [case.get("name") for case in cases] == [
+        "greets",
+        "task refused",
+        "greets",
+        "expects goodbye",
+    ]
+    properties = {p.get("name"): p.get("value") for p in cases[0].iter("property")}
+    # Each deprecated name beside its new one, with the same value.
+    assert (properties["passed_repeats"], properties["repeat_count"]) == ("1", "1")
+    assert (properties["passed_runs"], properties["runs"]) == ("1", "1")
 
 
 def test_plugin_selects_cases_with_k(live: Served, pytester: pytest.Pytester) -> None:

@@ -1,5 +1,5 @@
-"""How a run is told: lines, the instance matrix, JSON records, the stored record, JUnit and the
-HTML page, from reports built by hand (pure)."""
+"""How a test run is told: lines, the instance matrix, JSON records, the stored record, JUnit
+and the HTML page, from reports built by hand (pure)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from broker.suite_fields import FAILURE_KEYS, clean_case
+from broker.suite_fields import FAILURE_KEYS, CaseRecord, clean_case
 from tester.suites import reports
 from tester.suites.client import Outcome, Reply
 from tester.suites.files import Case, Expect, Suite, Turn
@@ -24,11 +24,11 @@ from tester.suites.runner import (
     FLAKY,
     PASS,
     VERDICTS,
-    Attempt,
     CaseReport,
     Plan,
     Problem,
-    Run,
+    Repeat,
+    TestRun,
     TurnRecord,
 )
 
@@ -55,15 +55,15 @@ def turn(
     return TurnRecord(1, sent, outcome, failure, votes)
 
 
-def passed(repeat: int, thread: int, *, body: str = "Hi, Ada.", instance: str = "alpha") -> Attempt:
-    return Attempt(repeat, thread, instance, [turn(body)], seconds=1.5)
+def passed(number: int, thread: int, *, body: str = "Hi, Ada.", instance: str = "alpha") -> Repeat:
+    return Repeat(number, thread, instance, [turn(body)], seconds=1.5)
 
 
 def failed(
-    repeat: int, thread: int, *, failure: Failure = MISSED, instance: str = "alpha"
-) -> Attempt:
-    return Attempt(
-        repeat,
+    number: int, thread: int, *, failure: Failure = MISSED, instance: str = "alpha"
+) -> Repeat:
+    return Repeat(
+        number,
         thread,
         instance,
         [turn(failure.actual, failure=failure, votes=(Vote(False, "rude to the user"),))],
@@ -73,26 +73,26 @@ def failed(
     )
 
 
-def errored(repeat: int) -> Attempt:
-    return Attempt(repeat, problem=REFUSED)
+def errored(number: int) -> Repeat:
+    return Repeat(number, problem=REFUSED)
 
 
 def report(
-    attempts: list[Attempt],
+    repeats: list[Repeat],
     verdict: str,
     *,
     case: Case = GREETS,
     instance: str | None = "alpha",
     change: str | None = None,
 ) -> CaseReport:
-    return CaseReport(Plan(SUITE, case, instance, len(attempts)), attempts, verdict, change)
+    return CaseReport(Plan(SUITE, case, instance, len(repeats)), repeats, verdict, change)
 
 
 def flaky() -> CaseReport:
     return report([passed(1, 10), failed(2, 11), passed(3, 12)], FLAKY, change="regressed")
 
 
-CONVERSATION_MISS = Attempt(
+CONVERSATION_MISS = Repeat(
     1,
     13,
     "alpha",
@@ -124,10 +124,10 @@ MISS_TOLD = "turn 1 “hello”: expected the reply contains 'Ada'; got “Bye.�
         (
             flaky(),
             {"compared": True},
-            f"FLAKY smoke · greets: run 2, {MISS_TOLD} · 2/3 flaky · regressed",
+            f"FLAKY smoke · greets: repeat 2, {MISS_TOLD} · 2/3 flaky · regressed",
         ),
         # Not compared: the change is not told, whatever the report holds.
-        (flaky(), {}, f"FLAKY smoke · greets: run 2, {MISS_TOLD} · 2/3 flaky"),
+        (flaky(), {}, f"FLAKY smoke · greets: repeat 2, {MISS_TOLD} · 2/3 flaky"),
         (report([failed(1, 10)], FAIL), {}, f"FAIL  smoke · greets: {MISS_TOLD} · 0/1 fail"),
         (
             report([CONVERSATION_MISS], FAIL),
@@ -143,7 +143,7 @@ MISS_TOLD = "turn 1 “hello”: expected the reply contains 'Ada'; got “Bye.�
         (
             report([passed(1, 10), errored(2)], ERROR),
             {},
-            "ERROR smoke · greets: run 2: tester-off: The tester is off. · 1/2 error",
+            "ERROR smoke · greets: repeat 2: tester-off: The tester is off. · 1/2 error",
         ),
     ],
 )
@@ -166,7 +166,7 @@ def test_not_run_line_names_the_instance_when_asked() -> None:
 
 
 def test_summary_counts_each_verdict_regressions_and_cases_not_run() -> None:
-    run = Run(
+    test_run = TestRun(
         reports=[
             report([passed(1, 10)], PASS),
             flaky(),
@@ -175,13 +175,13 @@ def test_summary_counts_each_verdict_regressions_and_cases_not_run() -> None:
         ],
         not_run=[Plan(SUITE, ASKS, "beta", 1)],
     )
-    assert reports.summary(run, 2.54, run_id=7, baseline=3) == (
+    assert reports.summary(test_run, 2.54, run_id=7, baseline=3) == (
         "1 pass, 1 flaky, 1 fail, 1 error; 1 regressed against run 3; 1 not run (run 7) in 2.5 s"
     )
-    assert reports.summary(Run(), 0.0, run_id=None, baseline=None) == (
+    assert reports.summary(TestRun(), 0.0, run_id=None, baseline=None) == (
         "0 pass, 0 flaky, 0 fail, 0 error in 0.0 s"
     )
-    assert reports.summary_record(run, run_id=7) == {
+    assert reports.summary_record(test_run, run_id=7) == {
         "summary": {
             "run": 7,
             "pass": 1,
@@ -232,7 +232,9 @@ CASE_KEYS = {
     "file",
     "instance",
     "verdict",
+    "passed_repeats",
     "passed_runs",
+    "repeat_count",
     "runs",
     "change",
     "status",
@@ -285,7 +287,9 @@ def test_as_json_tells_the_first_miss_and_every_repeat() -> None:
         "file": "suites/smoke.suite.toml",
         "instance": "alpha",
         "verdict": FLAKY,
+        "passed_repeats": 2,
         "passed_runs": 2,
+        "repeat_count": 3,
         "runs": 3,
         "change": "regressed",
         # The legacy status: a flaky case passed.
@@ -325,6 +329,26 @@ def test_as_json_tells_the_first_miss_and_every_repeat() -> None:
 
 
 @pytest.mark.parametrize(
+    "made",
+    [flaky(), report([errored(1)], ERROR), report([passed(1, 10), passed(2, 11)], PASS)],
+    ids=["flaky", "error", "pass"],
+)
+def test_as_json_keeps_each_deprecated_key_beside_its_new_name_with_the_same_value(
+    made: CaseReport,
+) -> None:
+    record = reports.as_json(made)
+    assert (record["passed_repeats"], record["repeat_count"]) == (
+        made.passed_repeats,
+        made.repeat_count,
+    )
+    assert (record["passed_runs"], record["runs"]) == (
+        record["passed_repeats"],
+        record["repeat_count"],
+    )
+    assert record["repeat_count"] == len(record["repeats"])
+
+
+@pytest.mark.parametrize(
     ("made", "expected"),
     [
         (
@@ -349,8 +373,8 @@ def test_as_json_of_each_verdict(made: CaseReport, expected: dict[str, Any]) -> 
 
 
 def test_as_json_of_a_turn_without_reply_records_nulls_and_its_wait() -> None:
-    attempt = Attempt(1, 10, "alpha", [turn(None)], failure=MISSED, failed_turn=1)
-    [told] = reports.as_json(report([attempt], FAIL))["repeats"][0]["turns"]
+    repeat = Repeat(1, 10, "alpha", [turn(None)], failure=MISSED, failed_turn=1)
+    [told] = reports.as_json(report([repeat], FAIL))["repeats"][0]["turns"]
     assert {key: told[key] for key in ("state", "reply_id", "seconds", "usage", "reply")} == {
         "state": "pending",
         "reply_id": None,
@@ -358,6 +382,11 @@ def test_as_json_of_a_turn_without_reply_records_nulls_and_its_wait() -> None:
         "usage": None,
         "reply": None,
     }
+
+
+def clean_stored(stored: dict[str, Any]) -> CaseRecord:
+    """What the broker keeps of a stored record."""
+    return clean_case(**stored, verdicts=list(VERDICTS))
 
 
 def test_stored_record_keeps_no_conversation_texts_and_clips_long_failures() -> None:
@@ -379,9 +408,7 @@ def test_stored_record_keeps_no_conversation_texts_and_clips_long_failures() -> 
     }
     # The threads hold the conversation; the history names them.
     assert "PRIVATE-REPLY" not in json.dumps(stored)
-    assert all(
-        set(told) == TURN_KEYS for attempt in stored["attempts"] for told in attempt["turns"]
-    )
+    assert all(set(told) == TURN_KEYS for repeat in stored["attempts"] for told in repeat["turns"])
     [failure] = stored["failures"]
     assert set(failure) == set(FAILURE_KEYS)
     assert (failure["repeat"], failure["turn"], failure["sent"]) == (2, 1, "hello")
@@ -390,7 +417,7 @@ def test_stored_record_keeps_no_conversation_texts_and_clips_long_failures() -> 
     # The failure is told once, in `failures`.
     assert not {"expected", "actual"} & set(stored["attempts"][1])
     # What the broker would store is what was sent.
-    cleaned = clean_case(**stored, verdicts=list(VERDICTS))
+    cleaned = clean_stored(stored)
     assert (cleaned.failures, cleaned.attempts) == (stored["failures"], stored["attempts"])
 
 
@@ -409,7 +436,7 @@ def test_stored_record_of_an_error_says_what_came_instead_of_a_verdict() -> None
 
 
 @pytest.mark.parametrize(
-    "attempts",
+    "repeats",
     [
         # `repeat = 100` on a case whose every reply is long and wrong.
         [
@@ -417,25 +444,25 @@ def test_stored_record_of_an_error_says_what_came_instead_of_a_verdict() -> None
             for n in range(1, 101)
         ],
         # `repeat = 100` on a case of ten turns that all pass.
-        [Attempt(n, n, "alpha", [turn("Hi, Ada.")] * 10, seconds=1.5) for n in range(1, 101)],
+        [Repeat(n, n, "alpha", [turn("Hi, Ada.")] * 10, seconds=1.5) for n in range(1, 101)],
     ],
     ids=["100-long-failures", "100-repeats-of-10-turns"],
 )
 def test_stored_record_of_a_case_a_file_may_write_is_one_the_broker_stores(
-    attempts: list[Attempt],
+    repeats: list[Repeat],
 ) -> None:
-    """A record the broker refuses ends the whole run refused (exit 2): every case a valid
+    """A record the broker refuses ends the whole test run refused (exit 2): every case a valid
     suite file can write must fit the stored history's limits."""
-    verdict = PASS if all(a.passed for a in attempts) else FAIL
-    stored = reports.stored_record(report(attempts, verdict))
-    clean_case(**stored, verdicts=list(VERDICTS))
+    verdict = PASS if all(r.passed for r in repeats) else FAIL
+    stored = reports.stored_record(report(repeats, verdict))
+    clean_stored(stored)
 
 
 # --- JUnit ------------------------------------------------------------------------------------
 
 
-def junit_root(run: Run, every: list[Plan]) -> ElementTree.Element:
-    root = reports.junit(run, every).getroot()
+def junit_root(test_run: TestRun, every: list[Plan]) -> ElementTree.Element:
+    root = reports.junit(test_run, every).getroot()
     assert root is not None
     return root
 
@@ -447,8 +474,8 @@ def properties(testcase: Any) -> dict[str, str]:
 def test_junit_gives_properties_and_skips_a_case_not_run(tmp_path: Path) -> None:
     ran = Plan(SUITE, GREETS, "alpha", 3)
     skipped = Plan(SUITE, ASKS, "alpha", 1)
-    run = Run(reports=[flaky()], not_run=[skipped])
-    root = junit_root(run, [ran, skipped])
+    test_run = TestRun(reports=[flaky()], not_run=[skipped])
+    root = junit_root(test_run, [ran, skipped])
     assert {key: root.get(key) for key in ("tests", "failures", "errors", "skipped")} == {
         "tests": "2",
         "failures": "0",
@@ -460,7 +487,9 @@ def test_junit_gives_properties_and_skips_a_case_not_run(tmp_path: Path) -> None
     assert (greets.get("name"), greets.get("line"), greets.get("time")) == ("greets", "4", "4.500")
     assert properties(greets) == {
         "verdict": "flaky",
+        "passed_repeats": "2",
         "passed_runs": "2",
+        "repeat_count": "3",
         "runs": "3",
         "change": "regressed",
         "instance": "alpha",
@@ -471,7 +500,7 @@ def test_junit_gives_properties_and_skips_a_case_not_run(tmp_path: Path) -> None
     assert [(child.tag, child.get("message")) for child in asks] == [("skipped", "not run")]
     assert (asks.get("name"), asks.get("line"), asks.get("time")) == ("asks", "12", "0.000")
     path = tmp_path / "out" / "junit.xml"
-    reports.write_junit(run, [ran, skipped], path)
+    reports.write_junit(test_run, [ran, skipped], path)
     assert path.read_text(encoding="utf-8").startswith("<?xml")
 
 
@@ -479,14 +508,14 @@ def test_junit_counts_failures_and_errors_and_names_instances() -> None:
     failing = report([failed(1, 10)], FAIL)
     refused = report([errored(1)], ERROR, instance="beta")
     every = [failing.plan, refused.plan]
-    root = junit_root(Run(reports=[failing, refused]), every)
+    root = junit_root(TestRun(reports=[failing, refused]), every)
     assert (root.get("tests"), root.get("failures"), root.get("errors")) == ("2", "1", "1")
     first, second = root.iter("testcase")
     assert (first.get("name"), second.get("name")) == ("greets [alpha]", "greets [beta]")
     failure = first.find("failure")
     assert failure is not None and failure.get("message") == MISS_TOLD
     assert failure.text == (
-        "run 1, turn 1: sent hello\nexpected: the reply contains 'Ada'\nactual: Bye."
+        "repeat 1, turn 1: sent hello\nexpected: the reply contains 'Ada'\nactual: Bye."
     )
     error = second.find("error")
     assert error is not None
@@ -497,7 +526,7 @@ def test_junit_error_case_after_a_failed_repeat_has_its_error_element() -> None:
     """Repeat 1 failed, repeat 2 had no verdict (the judge or the listener): the case is an
     error, counted as one, and its testcase says so."""
     mixed = report([failed(1, 10), errored(2)], ERROR)
-    root = junit_root(Run(reports=[mixed]), [mixed.plan])
+    root = junit_root(TestRun(reports=[mixed]), [mixed.plan])
     [testcase] = root.iter("testcase")
     assert root.get("errors") == "1"
     assert [child.tag for child in testcase] == ["properties", "error"]
@@ -538,24 +567,24 @@ class Parsed(HTMLParser):
                 self.references.append(value or "")
 
 
-def html_run() -> Run:
-    hostile = Attempt(
+def html_run() -> TestRun:
+    hostile = Repeat(
         1,
         20,
         "alpha",
         [turn(HOSTILE, sent="say <b>hi</b>", votes=(Vote(True, "fine <i>really</i>"),))],
         conversation_votes=(Vote(True, "polite throughout"),),
     )
-    return Run(
+    return TestRun(
         reports=[flaky(), report([hostile], PASS, case=ASKS)],
         not_run=[Plan(SUITE, ASKS, "beta", 1)],
     )
 
 
 def html_page(console_url: str | None) -> str:
-    run = html_run()
-    every = [r.plan for r in run.reports] + run.not_run
-    return page(run, every, run_id=7, baseline=3, console_url=console_url)
+    test_run = html_run()
+    every = [r.plan for r in test_run.reports] + test_run.not_run
+    return page(test_run, every, run_id=7, baseline=3, console_url=console_url)
 
 
 def test_html_page_shows_a_reply_as_text_never_as_markup() -> None:
@@ -595,7 +624,7 @@ def test_html_page_shows_k_of_n_changes_and_reasons() -> None:
 
 
 def test_write_html_writes_the_page(tmp_path: Path) -> None:
-    run = html_run()
+    test_run = html_run()
     path = tmp_path / "out" / "run.html"
-    write_html(run, [r.plan for r in run.reports], path, run_id=7, baseline=None)
+    write_html(test_run, [r.plan for r in test_run.reports], path, run_id=7, baseline=None)
     assert path.read_text(encoding="utf-8").startswith("<!doctype html>")

@@ -23,6 +23,7 @@ CASE = {
     "change",
     "threads",
     "failures",
+    "repeats",
     "attempts",
     "created_at",
 }
@@ -73,13 +74,14 @@ def test_suite_run_routes_answer_their_shapes_on_the_tester_listener(
             passed_runs=0,
             threads=[tester_thread_id],
             failures=[{"repeat": 1, "turn": 0, "sent": "hi", "expected": "hello", "actual": "no"}],
-            attempts=[{"thread": tester_thread_id, "ms": [812.5], "model": None}],
+            repeats=[{"thread": tester_thread_id, "ms": [812.5], "model": None}],
         ),
     )
     assert (recorded.status_code, set(recorded.json())) == (201, {"case"})
     case = recorded.json()["case"]
     assert set(case) == CASE
     assert (case["verdict"], case["change"], case["threads"]) == ("fail", "new", [tester_thread_id])
+    assert case["repeats"] == [{"thread": tester_thread_id, "ms": [812.5], "model": None}]
     ended = tester_client.post(f"/api/suite-runs/{run['id']}/end", {})
     assert (ended.status_code, set(ended.json())) == (200, {"run"})
     assert ended.json()["run"]["ended_at"] is not None
@@ -206,6 +208,23 @@ def test_suite_run_write_repeated_with_key_answers_once(
     assert refusal(other, 422) == "idempotency-key-reused"
 
 
+@pytest.mark.parametrize("name", ["repeats", "attempts"])
+def test_suite_run_case_repeats_are_served_under_their_deprecated_name_too(
+    tester_client: ListenerClient, run_id: int, tester_thread_id: int, name: str
+) -> None:
+    """`attempts`, the deprecated name of `repeats`, is still taken and still served, with the
+    same list as `repeats`."""
+    repeats = [{"repeat": 1, "thread": tester_thread_id, "passed": True}]
+    response = tester_client.post(
+        f"/api/suite-runs/{run_id}/cases", case_body(threads=[tester_thread_id], **{name: repeats})
+    )
+    assert response.status_code == 201, response.text
+    case = response.json()["case"]
+    assert case["repeats"] == case["attempts"] == repeats
+    [read] = tester_client.get(f"/api/suite-runs/{run_id}").json()["cases"]
+    assert read["repeats"] == read["attempts"] == repeats
+
+
 def test_suite_run_case_naming_the_humans_thread_is_thread_not_owned(
     tester_client: ListenerClient, run_id: int, tester_thread_id: int, human_thread_id: int
 ) -> None:
@@ -277,9 +296,14 @@ BAD_CASES: list[Any] = [
     case_body(threads=[True]),
     case_body(failures=[{"repeat": 1}]),
     case_body(failures=[{"repeat": 1, "turn": 0, "sent": 1, "expected": "e", "actual": "a"}]),
+    case_body(repeats=[1]),
+    case_body(repeats=[{"text": "a\u0000b"}]),
+    case_body(repeats=[{"text": "\ud800"}]),
     case_body(attempts=[1]),
     case_body(attempts=[{"text": "a\u0000b"}]),
     case_body(attempts=[{"text": "\ud800"}]),
+    # One list under both its names.
+    case_body(repeats=[{"repeat": 1}], attempts=[{"repeat": 1}]),
     {key: value for key, value in case_body().items() if key != "verdict"},
 ]
 

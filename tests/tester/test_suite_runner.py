@@ -36,11 +36,11 @@ from tester.suites.runner import (
     FLAKY,
     HALTED,
     PASS,
-    Attempt,
     CaseReport,
     Judges,
     Problem,
-    Run,
+    Repeat,
+    TestRun,
     plans,
     run_plan,
     run_plans,
@@ -432,21 +432,21 @@ def test_check_conversation_checks_each_turns_time_then_asks_the_judge(
 # --- verdicts ---------------------------------------------------------------------------------
 
 
-def attempts(runs: str) -> list[Attempt]:
+def repeats_of(letters: str) -> list[Repeat]:
     """`P` passed, `F` failed, `E` an error (a problem), one letter per repeat."""
     made = []
-    for number, letter in enumerate(runs, start=1):
-        attempt = Attempt(number)
+    for number, letter in enumerate(letters, start=1):
+        repeat = Repeat(number)
         if letter == "F":
-            attempt.failure = Failure("x", "y")
+            repeat.failure = Failure("x", "y")
         elif letter == "E":
-            attempt.problem = Problem("judge", "the judge did not answer")
-        made.append(attempt)
+            repeat.problem = Problem("judge", "the judge did not answer")
+        made.append(repeat)
     return made
 
 
 @pytest.mark.parametrize(
-    ("runs", "pass_rate", "verdict"),
+    ("letters", "pass_rate", "verdict"),
     [
         ("P", 1.0, PASS),
         ("PPP", 0.5, PASS),
@@ -466,8 +466,8 @@ def attempts(runs: str) -> list[Attempt]:
         ("FE", 1.0, ERROR),
     ],
 )
-def test_verdict_of_repeats_against_pass_rate(runs: str, pass_rate: float, verdict: str) -> None:
-    assert verdict_of(attempts(runs), pass_rate) == verdict
+def test_verdict_of_repeats_against_pass_rate(letters: str, pass_rate: float, verdict: str) -> None:
+    assert verdict_of(repeats_of(letters), pass_rate) == verdict
 
 
 # --- plans ------------------------------------------------------------------------------------
@@ -592,7 +592,7 @@ def cases_text(cases: int, turns: int = 1, repeat: int = 1) -> str:
     )
 
 
-def run(stand_in: StandIn, suite: Suite, **options: Any) -> Run:
+def run(stand_in: StandIn, suite: Suite, **options: Any) -> TestRun:
     return run_plans(plans([suite]), client_of(stand_in), **options)
 
 
@@ -604,16 +604,16 @@ def test_run_plans_sends_turns_in_order_and_stops_a_repeat_at_its_first_failure(
     )
     done = run(stand_in, write_suite(tmp_path, cases_text(1, turns=3)))
     [report] = done.reports
-    [attempt] = report.attempts
-    assert (report.verdict, report.passed_runs, report.runs) == (FAIL, 0, 1)
-    assert (attempt.failed_turn, attempt.failure) == (
+    [repeat] = report.repeats
+    assert (report.verdict, report.passed_repeats, report.repeat_count) == (FAIL, 0, 1)
+    assert (repeat.failed_turn, repeat.failure) == (
         2,
         Failure("a reply within 30 s", "no reply within 30 s (the turn is pending)"),
     )
-    assert [turn.sent for turn in attempt.turns] == ["turn 0", "turn 1"]
+    assert [turn.sent for turn in repeat.turns] == ["turn 0", "turn 1"]
     assert [body for _, body in stand_in.sent] == ["turn 0", "turn 1"]
     assert (stand_in.threads, stand_in.projects) == ([("s · case 0", None)], ["p"])
-    assert (attempt.thread, attempt.instance, done.not_run, done.refusal) == (
+    assert (repeat.thread, repeat.instance, done.not_run, done.refusal) == (
         1,
         "assistant",
         [],
@@ -629,14 +629,14 @@ def test_run_plans_runs_each_repeat_in_a_thread_of_its_own(tmp_path: Path) -> No
         tmp_path, text.replace('send = "turn 1"', 'send = "turn 1"\nexpect = { contains = ["ok"] }')
     )
     [report] = run(stand_in, suite).reports
-    assert (report.verdict, report.passed_runs, report.runs, report.threads) == (
+    assert (report.verdict, report.passed_repeats, report.repeat_count, report.threads) == (
         FLAKY,
         2,
         4,
         [1, 2, 3, 4],
     )
-    assert [attempt.passed for attempt in report.attempts] == [True, False, True, False]
-    assert [len(attempt.turns) for attempt in report.attempts] == [2, 2, 2, 2]
+    assert [repeat.passed for repeat in report.repeats] == [True, False, True, False]
+    assert [len(repeat.turns) for repeat in report.repeats] == [2, 2, 2, 2]
     assert [thread for thread, _ in stand_in.sent] == [1, 1, 2, 2, 3, 3, 4, 4]
 
 
@@ -668,12 +668,12 @@ def test_run_plans_with_jobs_runs_repeats_at_once(tmp_path: Path) -> None:
         on_report=lambda report: reported.append(report.verdict),
     )
     [report] = done.reports
-    assert (report.verdict, report.passed_runs, sorted(report.threads)) == (PASS, 2, [1, 2])
+    assert (report.verdict, report.passed_repeats, sorted(report.threads)) == (PASS, 2, [1, 2])
     assert reported == [PASS]
 
 
 def test_run_plans_with_jobs_reports_in_the_plans_order(tmp_path: Path) -> None:
-    """Case 0 ends last (its turn waits for case 1's), yet comes first in the run."""
+    """Case 0 ends last (its turn waits for case 1's), yet comes first in the test run."""
     second_sent = threading.Event()
 
     def answer(thread: StandInThread, body: str) -> Outcome:
@@ -700,7 +700,7 @@ def test_run_plans_with_jobs_reports_in_the_plans_order(tmp_path: Path) -> None:
 def test_run_plans_halts_on_a_listener_refusal_and_leaves_the_rest_not_run(
     tmp_path: Path,
 ) -> None:
-    """A refusal is no verdict on the assistant: it ends the run, later cases are not run."""
+    """A refusal is no verdict on the assistant: it ends the test run, later cases are not run."""
 
     def answer(thread: StandInThread, body: str) -> Outcome:
         raise ListenerError("tester-off", "The tester is off for this business.")
@@ -709,8 +709,8 @@ def test_run_plans_halts_on_a_listener_refusal_and_leaves_the_rest_not_run(
     suite = write_suite(tmp_path, cases_text(3, repeat=2))
     done = run(stand_in, suite)
     [report] = done.reports
-    assert (report.plan.case.name, report.verdict, report.runs) == ("case 0", ERROR, 1)
-    assert report.attempts[0].problem == Problem(
+    assert (report.plan.case.name, report.verdict, report.repeat_count) == ("case 0", ERROR, 1)
+    assert report.repeats[0].problem == Problem(
         "tester-off", "The tester is off for this business."
     )
     assert done.refusal is not None and done.refusal.code == "tester-off"
@@ -741,7 +741,7 @@ def test_run_plans_repeat_cut_off_by_a_halt_is_an_error_not_a_pass(tmp_path: Pat
     )
     refused, cut_off = done.reports
     assert (refused.verdict, cut_off.verdict, done.not_run) == (ERROR, ERROR, [])
-    assert [(a.repeat, a.passed, a.problem) for a in cut_off.attempts] == [
+    assert [(r.number, r.passed, r.problem) for r in cut_off.repeats] == [
         (1, True, None),
         (2, False, HALTED),
     ]
@@ -760,7 +760,7 @@ def test_run_plans_refused_project_runs_nothing(tmp_path: Path) -> None:
     assert done.refusal is not None and done.refusal.code == "unreachable"
 
 
-# --- the judge in a run -----------------------------------------------------------------------
+# --- the judge in a repeat --------------------------------------------------------------------
 
 JUDGE = '[judge]\nbase_url = "http://127.0.0.1:9/v1"\nmodel = "m"\n'
 SIMULATED = (
@@ -797,26 +797,26 @@ def test_simulated_user_goal_met_on_turn_two_passes_with_two_turns(tmp_path: Pat
     suite = write_suite(tmp_path, SIMULATED)
     assert suite.cases[0].simulate == Simulate("a busy manager", "a task is created", 3, 4.0)
     report = run_one(stand_in, suite, judge)
-    [attempt] = report.attempts
-    assert (report.verdict, len(attempt.turns), attempt.failure) == (PASS, 2, None)
+    [repeat] = report.repeats
+    assert (report.verdict, len(repeat.turns), repeat.failure) == (PASS, 2, None)
     assert [body for _, body in stand_in.sent] == ["user turn 1", "user turn 2"]
-    assert attempt.transcript == [
+    assert repeat.transcript == [
         ("user", "user turn 1"),
         ("assistant", "re: user turn 1"),
         ("user", "user turn 2"),
         ("assistant", "re: user turn 2"),
     ]
     assert judge.asked == [("user_turn", 0), ("goal_met", 2), ("user_turn", 2), ("goal_met", 4)]
-    assert attempt.conversation_votes == (Vote(True, "goal after 2 turns"),)
+    assert repeat.conversation_votes == (Vote(True, "goal after 2 turns"),)
 
 
 def test_simulated_user_goal_never_met_fails_with_the_goal_expected(tmp_path: Path) -> None:
     stand_in = StandIn(lambda thread, body: answered("I cannot help."))
     judge = StandInJudge(goals=[False, False, False])
     report = run_one(stand_in, write_suite(tmp_path, SIMULATED), judge)
-    [attempt] = report.attempts
-    assert (report.verdict, len(attempt.turns), attempt.failed_turn) == (FAIL, 3, None)
-    assert attempt.failure == Failure(
+    [repeat] = report.repeats
+    assert (report.verdict, len(repeat.turns), repeat.failed_turn) == (FAIL, 3, None)
+    assert repeat.failure == Failure(
         "the goal met within 3 turns (a task is created)", "not met: goal after 3 turns"
     )
 
@@ -825,9 +825,9 @@ def test_simulated_user_without_a_reply_fails_at_that_turn(tmp_path: Path) -> No
     stand_in = StandIn(lambda thread, body: unanswered("working"))
     judge = StandInJudge(goals=[True])
     report = run_one(stand_in, write_suite(tmp_path, SIMULATED), judge)
-    [attempt] = report.attempts
-    assert (report.verdict, attempt.failed_turn) == (FAIL, 1)
-    assert attempt.failure == Failure(
+    [repeat] = report.repeats
+    assert (report.verdict, repeat.failed_turn) == (FAIL, 1)
+    assert repeat.failure == Failure(
         "a reply within 4 s", "no reply within 4 s (the turn is working)"
     )
     # The goal is not asked about a turn that got no reply.
@@ -847,8 +847,8 @@ def test_simulated_user_judge_error_makes_the_case_an_error(
     report = run_one(
         StandIn(lambda thread, body: answered("ok")), write_suite(tmp_path, SIMULATED), judge
     )
-    [attempt] = report.attempts
-    assert (report.verdict, attempt.problem, attempt.failure) == (
+    [repeat] = report.repeats
+    assert (report.verdict, repeat.problem, repeat.failure) == (
         ERROR,
         Problem("judge", "the judge at x answered 500"),
         None,
@@ -867,11 +867,11 @@ def test_run_plan_judge_error_makes_the_case_an_error(tmp_path: Path) -> None:
         StandIn(lambda thread, body: answered("Hello, Ada.")), write_suite(tmp_path, GRADED), judge
     )
     assert report.verdict == ERROR
-    assert [(a.passed, a.problem) for a in report.attempts] == [
+    assert [(r.passed, r.problem) for r in report.repeats] == [
         (True, None),
         (False, Problem("judge", "the judge at x did not answer (refused)")),
     ]
-    assert report.attempts[0].turns[0].votes == (Vote(True, "reply good"),)
+    assert report.repeats[0].turns[0].votes == (Vote(True, "reply good"),)
 
 
 def test_run_plan_does_not_ask_the_judge_about_a_reply_already_failed(tmp_path: Path) -> None:
@@ -880,7 +880,7 @@ def test_run_plan_does_not_ask_the_judge_about_a_reply_already_failed(tmp_path: 
         StandIn(lambda thread, body: answered("Hello, Bob.")), write_suite(tmp_path, GRADED), judge
     )
     assert (report.verdict, judge.asked) == (FAIL, [])
-    assert report.attempts[0].failure == Failure("the reply contains 'Ada'", "Hello, Bob.")
+    assert report.repeats[0].failure == Failure("the reply contains 'Ada'", "Hello, Bob.")
 
 
 def test_run_plan_grades_the_conversation_after_its_last_turn(tmp_path: Path) -> None:
@@ -891,10 +891,10 @@ def test_run_plan_grades_the_conversation_after_its_last_turn(tmp_path: Path) ->
     report = run_one(
         StandIn(lambda thread, body: answered("Hello, Ada.")), write_suite(tmp_path, text), judge
     )
-    [attempt] = report.attempts
-    assert (report.verdict, attempt.failed_turn) == (FAIL, None)
-    assert attempt.failure == Failure(
+    [repeat] = report.repeats
+    assert (report.verdict, repeat.failed_turn) == (FAIL, None)
+    assert repeat.failure == Failure(
         "the judge passes the conversation (Polite.)", "the judge failed it: conversation"
     )
-    assert attempt.conversation_votes == (Vote(False, "conversation"),)
+    assert repeat.conversation_votes == (Vote(False, "conversation"),)
     assert [call for call, _ in judge.asked] == ["grade_reply", "grade_conversation"]

@@ -18,7 +18,7 @@ from tester.suites.files import TOOLS_ORDERS, Expect, SuiteFileRefused, expect_o
 from tester.suites.html_report import page
 from tester.suites.judge import STEPS, heard, transcript_text, turn_transcript
 from tester.suites.matchers import Failure
-from tester.suites.runner import PASS, Attempt, CaseReport, Plan, Run, TurnRecord
+from tester.suites.runner import PASS, CaseReport, Plan, Repeat, TestRun, TurnRecord
 from tester.suites.steps import Step, describe_step, steps_of
 from tester.suites.trajectories import ORDERS, steps_failure
 from tests.tester.test_suite_runner import (
@@ -560,9 +560,9 @@ def failed_report(tmp_path: Path) -> CaseReport:
     )
     outcome = answered_with([Step.from_json(STEP_JSON)], "No task was created.")
     checked = check_turn(suite.cases[0].turns[0].expect, outcome)
-    attempt = Attempt(1, thread=5, instance="assistant", failure=checked.failure, failed_turn=1)
-    attempt.turns.append(TurnRecord(1, "task: book the photographer", outcome, checked.failure))
-    return CaseReport(Plan(suite, suite.cases[0], None, 1), [attempt], "fail")
+    repeat = Repeat(1, thread=5, instance="assistant", failure=checked.failure, failed_turn=1)
+    repeat.turns.append(TurnRecord(1, "task: book the photographer", outcome, checked.failure))
+    return CaseReport(Plan(suite, suite.cases[0], None, 1), [repeat], "fail")
 
 
 def test_reports_name_the_missed_call_and_show_the_steps(tmp_path: Path) -> None:
@@ -583,7 +583,7 @@ def test_reports_name_the_missed_call_and_show_the_steps(tmp_path: Path) -> None
     assert turn["steps"] == [Step.from_json(STEP_JSON).as_json()]
 
     stored = reports.stored_record(report)
-    [stored_turn] = stored["attempts"][0]["turns"]
+    [stored_turn] = stored["repeats"][0]["turns"]
     assert stored_turn["steps"] == [
         {
             "call_id": "call_abc",
@@ -595,7 +595,7 @@ def test_reports_name_the_missed_call_and_show_the_steps(tmp_path: Path) -> None
         }
     ]
 
-    root = reports.junit(Run(reports=[report]), [report.plan]).getroot()
+    root = reports.junit(TestRun(reports=[report]), [report.plan]).getroot()
     case = root.find("./testsuite/testcase")
     assert case is not None
     failure = case.find("failure")
@@ -609,7 +609,7 @@ def test_reports_name_the_missed_call_and_show_the_steps(tmp_path: Path) -> None
     )
     ElementTree.tostring(root)
 
-    html = page(Run(reports=[report]), [report.plan], run_id=3, baseline=None)
+    html = page(TestRun(reports=[report]), [report.plan], run_id=3, baseline=None)
     assert '<ol class="steps" aria-label="steps"><li class="refused">' in html
     assert "create_task(title=&quot;book the photographer&quot;) refused (invalid): Not" in html
     assert "only calls among: create_task with outcome ok" in html

@@ -73,7 +73,7 @@ def test_run_stores_each_turns_steps_in_the_history(live: Served, tmp_path: Path
     run_id = ran.json_lines()[-1]["summary"]["run"]
     cases = live.tester.get(f"/api/suite-runs/{run_id}")["cases"]
     stored = {case["case"]: case for case in cases}
-    [turn] = stored["refused as a test conversation"]["attempts"][0]["turns"]
+    [turn] = stored["refused as a test conversation"]["repeats"][0]["turns"]
     assert turn["steps"] == [
         {
             "call_id": turn["steps"][0]["call_id"],

@@ -1,6 +1,7 @@
 """`manage.py testassistant` against a real `manage.py serve` (free ports, its own database,
-the offline backend): what each run reports, how it exits, and that the human's threads and
-messages are the same after every run (SPEC §1: the tester never touches the human's work)."""
+the offline backend): what each test run reports, how it exits, and that the human's threads
+and messages are the same after every test run (SPEC §1: the tester never touches the human's
+work)."""
 
 from __future__ import annotations
 
@@ -55,11 +56,13 @@ def test_run_passing_suite_exits_0_and_writes_junit_with_every_case(
     ]
     assert all(case.find("failure") is None and case.find("error") is None for case in cases)
     properties = {p.get("name"): p.get("value") for p in cases[0].iter("property")}
-    assert (properties["verdict"], properties["passed_runs"], properties["runs"]) == (
+    assert (properties["verdict"], properties["passed_repeats"], properties["repeat_count"]) == (
         "pass",
         "1",
         "1",
     )
+    # Each deprecated name beside its new one, with the same value.
+    assert (properties["passed_runs"], properties["runs"]) == ("1", "1")
 
 
 def test_run_each_case_in_a_new_tester_thread_shown_in_the_trail(

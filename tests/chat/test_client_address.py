@@ -1,10 +1,10 @@
-"""The client's address behind a trusted proxy (`mosaic.client_address`)."""
+"""The client's address behind a trusted proxy (`chat.client_address`)."""
 
 from __future__ import annotations
 
 import pytest
 
-from mosaic.client_address import client_of_scope, forwarded_client
+from chat.client_address import client_of_scope, forwarded_client
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,98 @@
+"""The broker's writes. Each public verb checks, then stores, atomically.
+
+Verbs take the actor first and everything else by keyword. Each locks what it races on and
+pushes to the channel layer only after commit (`broker.events`). Helpers named `do_*` are
+trusted: they state their preconditions and check nothing themselves.
+
+One module a domain, each importing only those above it in this list; callers use the names
+re-exported here (`actions.send_to_thread`):
+
+- `streams`: the business's stream lock (`appending`, `appending_to_thread`), thread row locks,
+  and the trusted helpers that append trail rows, messages and events.
+- `threads`: projects and threads, and a human's or tester's turn (`thread.send`).
+- `claims`: claims opened, renewed and ended; the stop (R13), an instance's end (R14), the reaper.
+- `turns`: a run's attempts at a turn (`turn.start`, `turn.draft`, `turn.fail`).
+- `messages`: `message.send` and consultations (R23).
+- `tasks`: tasks (R15), decisions (R19) and system notices (R17).
+"""
+
+from __future__ import annotations
+
+from broker.actions.claims import (
+    RUN_CLAIM_ENDS,
+    STOPS,
+    Stop,
+    do_end_claim,
+    do_expire_claim,
+    end_claim,
+    end_instance,
+    open_claim,
+    reap_claims,
+    renew_claim,
+    stop_assistant,
+)
+from broker.actions.messages import consult, expire_consultation, send_message
+from broker.actions.streams import (
+    appending,
+    appending_to_thread,
+    do_lock_streams,
+    do_record_event,
+    do_record_message,
+    do_record_trail,
+    locked_threads,
+)
+from broker.actions.tasks import TESTER_TASK_REFUSED, create_decision, create_task, post_notice
+from broker.actions.threads import (
+    SentTurn,
+    archive_thread,
+    change_thread,
+    create_project,
+    create_thread,
+    do_record_thread_change,
+    mark_read,
+    open_thread,
+    rename_thread,
+    send_to_thread,
+)
+from broker.actions.turns import draft_turn, fail_turn, start_turn
+
+__all__ = [
+    "RUN_CLAIM_ENDS",
+    "STOPS",
+    "TESTER_TASK_REFUSED",
+    "SentTurn",
+    "Stop",
+    "appending",
+    "appending_to_thread",
+    "archive_thread",
+    "change_thread",
+    "consult",
+    "create_decision",
+    "create_project",
+    "create_task",
+    "create_thread",
+    "do_end_claim",
+    "do_expire_claim",
+    "do_lock_streams",
+    "do_record_event",
+    "do_record_message",
+    "do_record_thread_change",
+    "do_record_trail",
+    "draft_turn",
+    "end_claim",
+    "end_instance",
+    "expire_consultation",
+    "fail_turn",
+    "locked_threads",
+    "mark_read",
+    "open_claim",
+    "open_thread",
+    "post_notice",
+    "reap_claims",
+    "rename_thread",
+    "renew_claim",
+    "send_message",
+    "send_to_thread",
+    "start_turn",
+    "stop_assistant",
+]

@@ -1,0 +1,219 @@
+"""The business's streams (trail rows, messages, events) and the locks a write takes.
+
+The business's stream lock makes a stream's rows commit in id order (`appending`,
+`appending_to_thread`) and comes before any row lock (`locked_threads`); the trusted
+`do_record_*` helpers append to the streams under it. The lowest module of `broker.actions`:
+it imports none of the others.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any
+
+from django.db import connection, transaction
+from django.db.models import QuerySet
+
+from broker import events, policy, refusals, replies
+from broker.access import TAKE_STREAM_LOCK, access_thread, stream_lock_key
+from broker.actors import Actor
+from broker.models import (
+    Event,
+    EventKind,
+    Message,
+    MessageClass,
+    ReplyState,
+    Thread,
+    ThreadClaim,
+    TrailKind,
+    TrailRow,
+    Via,
+)
+from broker.refusals import Refusal
+from broker.replies import ReplyRecord
+
+
+def do_lock_streams(business_id: int) -> None:
+    """Hold the business's stream lock until the transaction ends (PostgreSQL).
+
+    Readers resume after the last id they saw (SPEC §6), so the rows of a stream — trail rows,
+    messages, decisions — must commit in id order: a row that commits after one with a greater
+    id would be skipped for good. PostgreSQL hands out ids at insert, and two writers could
+    commit out of turn; under this lock they take turns per business. SQLite writers take turns
+    already (transactions begin IMMEDIATE).
+
+    Precondition: inside a transaction. Taken first, before any row lock (`appending`), so
+    every writer locks in one order; a writer that reached here late would still be correct.
+    """
+    if connection.vendor != "postgresql":
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {TAKE_STREAM_LOCK}", stream_lock_key(business_id))
+
+
+# The business whose stream lock the current transaction holds (`appending`).
+_streams_locked: ContextVar[int | None] = ContextVar("streams_locked", default=None)
+
+
+@contextmanager
+def _holding_streams(business_id: int) -> Iterator[None]:
+    """Mark the current transaction as holding the business's stream lock (`do_record_trail`
+    checks it); the caller has just taken the lock."""
+    token = _streams_locked.set(business_id)
+    try:
+        yield
+    finally:
+        _streams_locked.reset(token)
+
+
+@contextmanager
+def appending(business_id: int) -> Iterator[None]:
+    """A transaction that may append to the business's streams: the stream lock comes first."""
+    with transaction.atomic():
+        do_lock_streams(business_id)
+        with _holding_streams(business_id):
+            yield
+
+
+@contextmanager
+def appending_to_thread(actor: Actor, *, thread_id: int) -> Iterator[Thread]:
+    """`appending` for a verb on one of the actor's threads, yielding the thread, read and
+    locked (`access_thread`). The stream lock rides in that read, taken before the thread's
+    row lock as everywhere: one round trip fewer for every turn on PostgreSQL."""
+    with transaction.atomic():
+        thread = access_thread(actor, thread_id=thread_id, lock=True, take_streams=True)
+        with _holding_streams(actor.business_id):
+            yield thread
+
+
+def locked_threads(*, skip_locked: bool = False) -> QuerySet[Thread]:
+    """Threads whose rows the query locks until the transaction ends: FOR NO KEY UPDATE, as
+    every lock of a thread's row (`broker.access.access_thread`'s SQL says it again), so that
+    a row that only references the thread still inserts — the deadlock between two runners
+    this prevents is in `broker.runner.claims.try_claim`."""
+    return Thread.objects.select_for_update(of=("self",), no_key=True, skip_locked=skip_locked)
+
+
+def do_record_trail(
+    actor: Actor,
+    *,
+    business_id: int,
+    thread: Thread | None,
+    message: Message | None,
+    to_role: str,
+    text: str,
+    kind: TrailKind,
+    via: str | None = None,
+) -> TrailRow:
+    """Store one trail row from the actor (its role and run) to `to_role`, labelled per R16, of
+    `kind` (what Consoles decide on), naming its thread's current name, and nudge the trail
+    after commit.
+
+    Precondition: inside the transaction that stores what the row describes, which took the
+    stream lock first (`appending`). Checked, on every database, without a query: a row
+    stored outside that lock could commit out of id order and be skipped by readers for good.
+    """
+    if _streams_locked.get() != business_id:
+        raise RuntimeError("A trail row is stored only inside appending(business_id).")
+    row = TrailRow.objects.create(
+        business_id=business_id,
+        thread=thread,
+        message=message,
+        from_role=actor.role,
+        from_run=actor.run,
+        to_role=to_role,
+        actor_role=actor.role,
+        actor_run=actor.run,
+        text=f"{policy.trail_label(from_role=actor.role, to_role=to_role)}: {text}",
+        kind=kind,
+        thread_name=thread.name if thread else None,
+        via=via,
+        tester_visible=policy.tester_sees(
+            thread_owner=thread.owner if thread else None, from_role=actor.role, to_role=to_role
+        ),
+    )
+    events.push_after_commit(
+        events.trail_group(business_id), type=events.TRAIL_NUDGE, row_id=row.pk
+    )
+    return row
+
+
+def do_record_message(
+    actor: Actor,
+    *,
+    thread: Thread | None,
+    to_role: str,
+    message_class: str,
+    body: str,
+    in_reply_to: Message | None = None,
+    request: Event | None = None,
+    claim: ThreadClaim | None = None,
+    holder: str,
+    record: ReplyRecord | None = None,
+    via: Via | None = None,
+) -> Message:
+    """Store a message from the actor, its trail row, and nudge the thread after commit.
+    `via` is the channel a human's or tester's message came through (None for the others).
+
+    A RESULT ends the turn it answers `answered` in the same transaction, with what the model
+    server reported about it (`record`). A new turn has no progress row (`pending`).
+
+    Precondition: the caller has checked ownership, the lists (R8–R11) and R10, holds the
+    thread's row lock when there is a thread, and passes `holder`, the run of the thread's
+    open claim ("" when none or no thread), read under that lock.
+    """
+    record = record or ReplyRecord()
+    message = Message.objects.create(
+        business_id=actor.business_id,
+        thread=thread,
+        from_role=actor.role,
+        from_run=actor.run,
+        to_role=to_role,
+        message_class=message_class,
+        body=body,
+        in_reply_to=in_reply_to,
+        request=request,
+        holder=holder,
+        claim=claim,
+        model=record.model,
+        finish_reason=record.finish_reason,
+        prompt_tokens=record.prompt_tokens,
+        completion_tokens=record.completion_tokens,
+        first_token_ms=record.first_token_ms,
+        via=via,
+    )
+    if message_class == MessageClass.REQUEST:
+        # Known without a read: a new turn has no progress yet.
+        Message.progress.related.set_cached_value(message, None)
+    elif (
+        message_class == MessageClass.RESULT
+        and in_reply_to is not None
+        and in_reply_to.message_class == MessageClass.REQUEST
+        and not replies.do_move(in_reply_to, ReplyState.ANSWERED)
+    ):
+        raise Refusal(refusals.INVALID, "This turn has ended; it takes no reply.")
+    do_record_trail(
+        actor,
+        business_id=actor.business_id,
+        thread=thread,
+        message=message,
+        to_role=to_role,
+        text=body,
+        kind=TrailKind.MESSAGE,
+        via=via,
+    )
+    if thread is not None:
+        events.push_after_commit(
+            events.thread_group(thread.pk), type=events.THREAD_NUDGE, row_id=message.pk
+        )
+        if message_class == MessageClass.REQUEST:
+            events.wake_runners_after_commit()
+    return message
+
+
+def do_record_event(business_id: int, kind: EventKind, body: dict[str, Any]) -> Event:
+    """Store one event of the business's log, of `kind`. Precondition: inside the transaction
+    that stores what it records."""
+    return Event.objects.create(business_id=business_id, kind=kind, body=body)

@@ -1,0 +1,8 @@
+from django.apps import AppConfig
+
+
+class MosaicConfig(AppConfig):
+    name = "mosaic"
+
+    def ready(self) -> None:
+        from mosaic import metrics  # noqa: F401  (counts sends and turns in every process, runners too)
