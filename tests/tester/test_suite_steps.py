@@ -583,7 +583,7 @@ def test_reports_name_the_missed_call_and_show_the_steps(tmp_path: Path) -> None
     assert turn["steps"] == [Step.from_json(STEP_JSON).as_json()]
 
     stored = reports.stored_record(report)
-    [stored_turn] = stored["repeats"][0]["turns"]
+    [stored_turn] = stored["attempts"][0]["turns"]
     assert stored_turn["steps"] == [
         {
             "call_id": "call_abc",
