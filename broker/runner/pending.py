@@ -84,8 +84,13 @@ def pending_threads(
         rows = rows.filter(business_id=business_id)
     if instance is not None:
         rows = rows.filter(to_role=instance)
+    # One clause an instance, its threads as a list: a busy runner excludes dozens of pairs on
+    # every poll.
+    threads_of: dict[str, list[int]] = {}
     for thread_id, excluded in exclude:
-        rows = rows.exclude(thread_id=thread_id, to_role=excluded)
+        threads_of.setdefault(excluded, []).append(thread_id)
+    for excluded, thread_ids in threads_of.items():
+        rows = rows.exclude(to_role=excluded, thread_id__in=thread_ids)
     grouped = (
         rows.values("thread_id", "business_id", "to_role")
         .annotate(first=Min("pk"))

@@ -215,6 +215,9 @@ def test_pending_threads_oldest_first_one_per_thread(human: Actor, product) -> N
     assert [p.thread_id for p in pending_threads(limit=1)] == [b.pk]
     assert [p.thread_id for p in pending_threads(limit=9, exclude={(b.pk, "assistant")})] == [a.pk]
     assert len(pending_threads(limit=9, exclude={(b.pk, "reviewer")})) == 2
+    both = {(a.pk, "assistant"), (b.pk, "assistant"), (a.pk, "reviewer")}
+    assert pending_threads(limit=9, exclude=both) == []
+    assert len(pending_threads(limit=9, exclude={(a.pk, "reviewer"), (b.pk, "reviewer")})) == 2
 
 
 def test_pending_threads_held_on_live_lease_is_left_out_expired_is_found(
