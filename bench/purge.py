@@ -18,7 +18,7 @@ from django.utils import timezone
 from bench.seed import seed_project
 from broker.access import access_tester_actor
 from broker.models import Message
-from broker.tester_purge import purge_tester_data
+from broker.actions.tester_purge import purge_tester_data
 
 
 def main() -> None:

@@ -215,7 +215,7 @@ def access_thread(
     The tester is refused `tester-off` while its business has it off, read from the same row,
     before anything else is told. `lock` holds the thread's row until the transaction ends
     (FOR NO KEY UPDATE, as every lock of a thread's row: it excludes every other writer of the
-    row but not the key check of an insert that references it — see `broker.runner.claims`);
+    row but not the key check of an insert that references it — see `runner.claims`);
     `take_streams` takes the business's stream lock before it in the same statement
     (PostgreSQL; see `broker.actions.streams.appending_to_thread`).
 

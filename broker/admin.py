@@ -27,7 +27,8 @@ from django.utils.safestring import SafeString
 from django.utils.text import Truncator
 
 from broker import actions as broker_actions
-from broker import admin_bounds, fields, steps, suite_runs, thread_rows
+from broker import admin_bounds, fields, steps, thread_rows
+from broker.actions import suite_runs
 from broker.actors import Actor
 from broker.models import (
     TESTER,

@@ -92,7 +92,7 @@ class TrailKind(models.TextChoices):
     THREAD_RENAMED = "thread.renamed"
     THREAD_ARCHIVED = "thread.archived"
     THREAD_UNARCHIVED = "thread.unarchived"
-    TESTER_PURGED = "tester.purged"  # old tester data deleted (`broker.tester_purge`)
+    TESTER_PURGED = "tester.purged"  # old tester data deleted (`broker.actions.tester_purge`)
     STEP = "step"  # a tool call a run made while answering a turn (SPEC §7.2)
 
 
@@ -699,7 +699,7 @@ class SuiteCase(models.Model):
 
 
 class PurgePermit(models.Model):
-    """The tester-data purge's pass through the append-only guards (`broker.tester_purge`).
+    """The tester-data purge's pass through the append-only guards (`broker.actions.tester_purge`).
 
     The guards let a DELETE of a message, open, trail row or decision through only while a
     permit of the deleting transaction exists, and only for a row of a tester-owned thread.

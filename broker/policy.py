@@ -15,7 +15,7 @@ from broker.models import HUMAN, TESTER
 
 # R22: the verbs the tester may call, whatever the transport; renaming and archiving its own
 # threads among them, and storing and reading the history of its conversation-test runs
-# (`broker.suite_runs`, the tester's alone).
+# (`broker.actions.suite_runs`, the tester's alone).
 TESTER_VERBS = frozenset(
     {
         "project.create",

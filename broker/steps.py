@@ -8,7 +8,7 @@ running them again. What the call did, refused or got wrong is the step's outcom
 exception: the model is told and goes on.
 
 A `send_message` to another instance is a consultation (R23): the step stores the question, a
-turn of that instance's, and the run waits for its answer (`broker.runner.run`); what the model
+turn of that instance's, and the run waits for its answer (`runner.run`); what the model
 is told of the step is then the answer (`model_result`), read from the stored RESULT, so a
 retried turn is told it again without asking twice.
 """

@@ -164,6 +164,8 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "chat",
     "tester",
+    # The assistant runner, a client of the broker: `runassistant`.
+    "runner",
 ]
 
 MIDDLEWARE = [

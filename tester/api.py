@@ -21,7 +21,7 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from broker import suite_runs
+from broker.actions import suite_runs
 from broker.models import SuiteVerdict
 from broker.suite_fields import (
     FAILURE_TEXT_MAX,

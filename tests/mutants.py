@@ -194,7 +194,7 @@ MUTANTS = (
     Mutant(
         "M15",
         "the tester-data purge takes the human's threads too",
-        "broker/tester_purge.py",
+        "broker/actions/tester_purge.py",
         (("project__business_id=business_id, owner=TESTER,", "project__business_id=business_id,"),),
         suspects=("tests/broker/test_tester_purge.py",),
     ),

@@ -22,7 +22,7 @@ from broker import refusals
 from broker.models import Instance, Message, Project, Thread
 from mosaic.handler import Overloaded, WorkerPool
 from mosaic.listeners import build_human_application, http_handler
-from tests.broker.runner.conftest import wait_for_async
+from tests.runner.conftest import wait_for_async
 from tests.conftest import make_business
 from tests.listener_fixtures import PASSWORD
 from tests.listeners import HUMAN, RawAnswer, call, http_scope, write_headers

@@ -22,10 +22,9 @@ ROOT = Path(__file__).resolve().parent.parent
 ALLOWED_IMPORTS: dict[str, frozenset[str]] = {
     # The domain core: Django and its own modules.
     "broker": frozenset(),
-    # The runner answers turns through the core's verbs; the core never starts it.
-    "broker.runner": frozenset({"broker"}),
-    # The core's commands, `runassistant` among them.
-    "broker.management": frozenset({"broker", "broker.runner"}),
+    # The assistant runner, a client of the core like the transports: it answers turns
+    # through the core's verbs, and `runassistant` starts it; the core never imports it.
+    "runner": frozenset({"broker"}),
     # The human listener's transport and the shared API.
     "chat": frozenset({"broker"}),
     # The tester listener reuses the chat API's views, routes and gates.
@@ -35,7 +34,7 @@ ALLOWED_IMPORTS: dict[str, frozenset[str]] = {
     # `testassistant` runs that client, which speaks only to the tester listener.
     "tester.management": frozenset({"tester.suites"}),
     # The site: settings, the listeners' build, the handler, ops; `serve` starts runners.
-    "mosaic": frozenset({"broker", "broker.runner", "chat", "tester", "tester.suites"}),
+    "mosaic": frozenset({"broker", "runner", "chat", "tester", "tester.suites"}),
     # The benchmarks seed through the core and start the site's and the baseline's servers.
     "bench": frozenset({"broker", "mosaic", "bench.baseline"}),
     # The plain Channels app the benchmarks compare against.

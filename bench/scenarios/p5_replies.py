@@ -21,7 +21,7 @@ from bench.postgres_sampler import PostgresSampler
 from bench.stats import median_of, median_summary
 
 # P5's model answers each request after this long; the runners' default concurrency (a
-# runner's threads, `broker.runner.service.DEFAULT_CONCURRENCY`); how long the runners run
+# runner's threads, `runner.service.DEFAULT_CONCURRENCY`); how long the runners run
 # before the window.
 P5_MODEL_SECONDS = 0.2
 P5_RUNNER_CONCURRENCY = 8

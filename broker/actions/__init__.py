@@ -14,6 +14,8 @@ re-exported here (`actions.send_to_thread`):
 - `turns`: a run's attempts at a turn (`turn.start`, `turn.draft`, `turn.fail`).
 - `messages`: `message.send` and consultations (R23).
 - `tasks`: tasks (R15), decisions (R19) and system notices (R17).
+- `suite_runs`: the tester's stored test runs (R22's `suite_run.*`), used as a module.
+- `tester_purge`: old tester data deleted under purge permits, used as a module.
 """
 
 from __future__ import annotations

@@ -92,7 +92,7 @@ def locked_threads(*, skip_locked: bool = False) -> QuerySet[Thread]:
     """Threads whose rows the query locks until the transaction ends: FOR NO KEY UPDATE, as
     every lock of a thread's row (`broker.access.access_thread`'s SQL says it again), so that
     a row that only references the thread still inserts — the deadlock between two runners
-    this prevents is in `broker.runner.claims.try_claim`."""
+    this prevents is in `runner.claims.try_claim`."""
     return Thread.objects.select_for_update(of=("self",), no_key=True, skip_locked=skip_locked)
 
 

@@ -19,6 +19,6 @@ def test_p5_turns_each_outlast_the_window_at_the_runners_fastest(plan: Plan, run
 
 
 def test_p5_runner_concurrency_is_the_runners_default() -> None:
-    from broker.runner.service import DEFAULT_CONCURRENCY
+    from runner.service import DEFAULT_CONCURRENCY
 
     assert p5_replies.P5_RUNNER_CONCURRENCY == DEFAULT_CONCURRENCY

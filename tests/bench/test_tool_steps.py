@@ -18,7 +18,7 @@ from bench import processes as proc
 from bench.harness import Harness
 from bench.plans import QUICK
 from bench.scenarios import p9_tool_steps
-from broker.runner.backends.chat_completions import ReplySoFar, read_completion
+from runner.backends.chat_completions import ReplySoFar, read_completion
 
 
 def user(text: str) -> dict[str, Any]:

@@ -27,8 +27,8 @@ from broker.models import (
     TrailRow,
 )
 from broker.refusals import Refusal
-from broker.runner.pending import pending_messages, pending_threads
-from broker.runner.turns import calls_made, read_turn
+from runner.pending import pending_messages, pending_threads
+from runner.turns import calls_made, read_turn
 from broker.steps import ToolCall
 from broker.tools import read_toolbox
 from tests.broker import factories

@@ -15,7 +15,7 @@ from broker.access import access_claim, access_thread
 from broker.actors import Actor
 from broker.models import Message, Thread, ThreadClaim, ThreadOpen, TrailRow, TurnProgress
 from broker.refusals import Refusal
-from broker.runner.claims import try_claim
+from runner.claims import try_claim
 from tests.broker import factories
 from tests.broker.test_consult import add_reviewer
 

@@ -343,7 +343,7 @@ def test_tester_purge_deletes_the_steps_of_old_tester_threads(
     """The tester-data purge takes a tester thread's steps with it; the human's stay."""
     from django.utils import timezone
 
-    from broker import tester_purge
+    from broker.actions import tester_purge
 
     _, turn, claim = working_turn(tester, assistant_run)
     make(assistant_run, claim, turn, call("create_task", {"title": "x"}))

@@ -1,4 +1,4 @@
-"""Stored suite runs (`broker.suite_runs`): the tester's history of conversation-test runs.
+"""Stored suite runs (`broker.actions.suite_runs`): the tester's history of conversation-test runs.
 
 The verbs are the tester's alone (R22: on its list; any other actor `not-found`); a case's
 threads pass the owner check of every thread verb (R1); `change` is computed by the broker
@@ -14,7 +14,9 @@ from typing import Any
 import pytest
 from django.db import IntegrityError, transaction
 
-from broker import actions, refusals, suite_fields, suite_runs
+from broker import actions, refusals, suite_fields
+
+from broker.actions import suite_runs
 from broker.actors import Actor
 from broker.models import (
     Business,

@@ -14,7 +14,9 @@ from django.core.management.base import CommandError
 from django.db import IntegrityError, connection, models, transaction
 from django.utils import timezone
 
-from broker import actions, suite_runs, tester_purge
+from broker import actions
+
+from broker.actions import suite_runs, tester_purge
 from broker.actors import Actor
 from broker.models import (
     TESTER,

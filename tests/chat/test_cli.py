@@ -24,7 +24,7 @@ from chat.management import cli_actor, cli_stream
 from chat.management.cli_format import message_line
 from chat.management.commands import follow
 from tests.broker import factories
-from tests.broker.runner.conftest import wait_for
+from tests.runner.conftest import wait_for
 from tests.conftest import make_business
 
 REPO = Path(__file__).resolve().parents[2]
@@ -72,8 +72,8 @@ def tester_thread(tester: Actor, product: Project) -> Thread:
 @pytest.fixture
 def answering_assistant(business: Business) -> Iterator[None]:
     """The assistant that answers the CLI's turns: the real runner, with the offline backend."""
-    from broker.runner.backends.offline import OfflineBackend
-    from broker.runner.service import Runner
+    from runner.backends.offline import OfflineBackend
+    from runner.service import Runner
 
     runner = Runner(backend=OfflineBackend(), business_id=business.pk, concurrency=2)
     runner.start()
@@ -356,8 +356,8 @@ def test_talk_ends_when_the_turn_fails_and_read_shows_why(
     tester_thread: Thread, business: Business
 ) -> None:
     """SPEC §7.1: a failed turn gets no reply: `talk` says so at once, `thread read` marks it."""
-    from broker.runner.backends import ReplyFailed
-    from broker.runner.service import Runner
+    from runner.backends import ReplyFailed
+    from runner.service import Runner
 
     class Refusing:
         name = "refusing"

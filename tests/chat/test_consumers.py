@@ -18,7 +18,7 @@ from broker.actors import Actor
 from broker.models import Business
 from chat.errors import close_code
 from tests.broker import factories
-from tests.broker.runner.conftest import wait_for_async
+from tests.runner.conftest import wait_for_async
 from tests.listeners import HUMAN, TESTER, application
 
 pytestmark = pytest.mark.django_db(transaction=True)

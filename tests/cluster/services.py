@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.broker.runner.conftest import wait_for
+from tests.runner.conftest import wait_for
 from tests.console.server import answers, free_port
 
 SLOW = "[slow]"

@@ -6,7 +6,7 @@ from typing import Any
 
 from rest_framework import serializers
 
-from broker import suite_runs
+from broker.actions import suite_runs
 from broker.actors import Actor
 from chat.api.shapes import Shape
 from tester.shapes import SuiteCaseOut, SuiteRunOut

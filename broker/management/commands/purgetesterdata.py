@@ -8,7 +8,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
-from broker.tester_purge import purge_tester_data
+from broker.actions.tester_purge import purge_tester_data
 
 
 class Command(BaseCommand):

@@ -22,7 +22,7 @@ from broker.boot import (
     refuse_unguarded_database,
     stored_name_warnings,
 )
-from broker.runner.service import Runner
+from runner.service import Runner
 from mosaic.body_limit import BoundedServer
 
 APPLICATIONS = {

@@ -15,10 +15,10 @@ from broker import actions, refusals, selectors
 from broker.actors import Actor
 from broker.models import Business, Message, Task, ThreadClaim, TrailRow
 from broker.refusals import Refusal
-from broker.runner.backends.chat_completions import ChatCompletionsBackend
-from broker.runner.pending import pending_messages
+from runner.backends.chat_completions import ChatCompletionsBackend
+from runner.pending import pending_messages
 from tests.broker import factories
-from tests.broker.runner.conftest import LEASE, wait_for, wait_until_looked_again
+from tests.runner.conftest import LEASE, wait_for, wait_until_looked_again
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -390,7 +390,7 @@ def test_runner_sweep_ends_dead_claim_promptly_without_pending_work(
 
 def test_runner_api_refuses_bad_concurrency_and_double_start(start_runner) -> None:
     """The in-process API: `start()` once, `stop(timeout)` answers whether every thread ended."""
-    from broker.runner.service import Runner
+    from runner.service import Runner
 
     with pytest.raises(ValueError):
         Runner(concurrency=0)

@@ -22,7 +22,7 @@ from django.conf import settings
 from openai.types.chat import ChatCompletionMessageParam
 
 from broker.models import MessageClass
-from broker.runner.turns import TESTER_LINE, Entry, Turn
+from runner.turns import TESTER_LINE, Entry, Turn
 
 # Tokens a chat template spends on one message besides its text: role markers and separators
 # (ChatML's `<|im_start|>user\n…<|im_end|>\n` is 5, Llama 3's header and `<|eot_id|>` 5,

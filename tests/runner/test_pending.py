@@ -10,7 +10,7 @@ from django.utils import timezone
 from broker import actions
 from broker.actors import Actor
 from broker.models import Business, ClaimEnd, Message, ThreadClaim
-from broker.runner.pending import pending_messages, pending_threads
+from runner.pending import pending_messages, pending_threads
 from tests.broker import factories
 
 

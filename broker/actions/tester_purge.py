@@ -25,7 +25,7 @@ from typing import Any
 from django.db import connection, transaction
 from django.db.models import Exists, Model, OuterRef, QuerySet
 
-from broker import actions
+from broker.actions.streams import appending, do_record_trail
 from broker.actors import Actor
 from broker.models import (
     TESTER,
@@ -145,8 +145,8 @@ def do_record_purge(business_id: int, *, counts: PurgeCounts) -> TrailRow:
     """The purge's trail row: the system to the tester, what went. Trusted: records, checks
     nothing."""
     system = Actor.system(business_id=business_id)
-    with actions.appending(business_id):
-        return actions.do_record_trail(
+    with appending(business_id):
+        return do_record_trail(
             system,
             business_id=business_id,
             thread=None,

@@ -24,20 +24,20 @@ from django.db import DatabaseError, close_old_connections, connection
 
 from broker import events
 from broker.models import Instance
-from broker.runner.backends import ReplyBackend, backend_for, backend_from_settings
-from broker.runner.backends.base import EndpointRefused
-from broker.runner.claims import reap_expired
-from broker.runner.lease import LeaseKeeper
-from broker.runner.nudges import LayerNudges
-from broker.runner.pending import PendingThread, pending_threads
-from broker.runner.retention import DailyTesterPurge, RetentionThread
-from broker.runner.run import RunOutcome, run_thread
+from runner.backends import ReplyBackend, backend_for, backend_from_settings
+from runner.backends.base import EndpointRefused
+from runner.claims import reap_expired
+from runner.lease import LeaseKeeper
+from runner.nudges import LayerNudges
+from runner.pending import PendingThread, pending_threads
+from runner.retention import DailyTesterPurge, RetentionThread
+from runner.run import RunOutcome, run_thread
 
 logger = logging.getLogger("mosaic.runner")
 
 DEFAULT_CONCURRENCY = 8
 # How long an idle dispatcher waits before looking for work again, in seconds. A turn stored
-# (see `broker.runner.nudges`), a worker that finishes, or `wake()` cuts the wait short.
+# (see `runner.nudges`), a worker that finishes, or `wake()` cuts the wait short.
 POLL_INTERVAL = 0.1
 # The longest between two sweeps for dead runs' leases, in seconds.
 REAP_INTERVAL = 1.0

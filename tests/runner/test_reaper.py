@@ -11,7 +11,7 @@ from broker import actions
 from broker.actors import Actor
 from broker.models import Business, Event, EventKind, ThreadClaim, TrailRow
 from broker.refusals import Refusal
-from broker.runner.claims import reap_expired
+from runner.claims import reap_expired
 from tests.broker import factories
 
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from broker.runner.prompt import (
+from runner.prompt import (
     NO_REPLY,
     STOPPED_NOTE,
     estimate_prompt_tokens,
@@ -16,7 +16,7 @@ from broker.runner.prompt import (
     prompt_messages,
     trimmed,
 )
-from broker.runner.turns import TESTER_LINE, Entry, Turn
+from runner.turns import TESTER_LINE, Entry, Turn
 
 OMISSION = re.compile(r"\[… ([\d,]+) characters of this message are left out here")
 

@@ -15,9 +15,9 @@ import time
 
 import pytest
 
-from broker.runner.backends import Reply, ReplyFailed, TurnCancelled, no_drafts
-from broker.runner.backends.chat_completions import ChatCompletionsBackend
-from tests.broker.runner.test_backends import Tools, make_turn
+from runner.backends import Reply, ReplyFailed, TurnCancelled, no_drafts
+from runner.backends.chat_completions import ChatCompletionsBackend
+from tests.runner.test_backends import Tools, make_turn
 from tests.model_servers import (
     ACTING_REPLY,
     COOLDOWN,

@@ -1,5 +1,5 @@
 """Tester-data retention: with `MOSAIC_TESTER_RETENTION_DAYS` set, a runner purges
-the tester's data older than that many days once a day (`broker.tester_purge`).
+the tester's data older than that many days once a day (`broker.actions.tester_purge`).
 
 Every runner of a deployment may purge: the purge works in locked batches and finds nothing left
 to do after another's. It runs on a thread of its own, so a large first purge never holds up a
@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from django.db import connection
 from django.utils import timezone
 
-from broker.tester_purge import PurgeCounts, purge_tester_data
+from broker.actions.tester_purge import PurgeCounts, purge_tester_data
 
 logger = logging.getLogger("mosaic.runner")
 

@@ -14,7 +14,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from broker.boot import refuse_invalid_businesses, refuse_unguarded_database, started
 from broker.checkpoints import start_checkpoints
 from broker.models import Business, Instance
-from broker.runner.service import DEFAULT_CONCURRENCY, Runner
+from runner.service import DEFAULT_CONCURRENCY, Runner
 
 
 class Command(BaseCommand):

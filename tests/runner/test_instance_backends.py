@@ -11,14 +11,14 @@ from django.core.exceptions import ImproperlyConfigured
 from broker import actions
 from broker.actors import Actor
 from broker.models import Instance, Message
-from broker.runner.backends import backend_for, no_drafts
-from broker.runner.backends.base import EndpointRefused
-from broker.runner.backends.chat_completions import ChatCompletionsBackend
-from broker.runner.backends.offline import OfflineBackend
-from broker.runner.service import Runner
+from runner.backends import backend_for, no_drafts
+from runner.backends.base import EndpointRefused
+from runner.backends.chat_completions import ChatCompletionsBackend
+from runner.backends.offline import OfflineBackend
+from runner.service import Runner
 from tests.broker import factories
-from tests.broker.runner.conftest import wait_for
-from tests.broker.runner.test_backends import Tools, make_turn
+from tests.runner.conftest import wait_for
+from tests.runner.test_backends import Tools, make_turn
 
 
 def test_instance_settings_override_the_process_settings_key_by_key(settings, monkeypatch) -> None:

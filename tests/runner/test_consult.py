@@ -15,9 +15,9 @@ import pytest
 from broker import actions
 from broker.actors import Actor
 from broker.models import Business, ClaimEnd, Message, ReplyState, Step, ThreadClaim
-from broker.runner.backends.chat_completions import ChatCompletionsBackend
+from runner.backends.chat_completions import ChatCompletionsBackend
 from tests.broker import factories
-from tests.broker.runner.conftest import GatedBackend, wait_for
+from tests.runner.conftest import GatedBackend, wait_for
 from tests.broker.test_consult import add_reviewer
 from tests.model_servers import FakeModel
 

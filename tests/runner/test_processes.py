@@ -28,9 +28,9 @@ from django.db import connection, transaction
 from broker import actions
 from broker.actors import Actor
 from broker.models import Business, Message, RoleDefinition, Step, Task, ThreadClaim
-from broker.runner.backends.chat_completions import ChatCompletionsBackend
+from runner.backends.chat_completions import ChatCompletionsBackend
 from tests.broker import factories
-from tests.broker.runner.conftest import LEASE, wait_for, wait_until_looked_again
+from tests.runner.conftest import LEASE, wait_for, wait_until_looked_again
 
 
 def database_url() -> str:
@@ -126,7 +126,7 @@ def test_runassistant_settles_its_start_up_before_the_runner_starts(
     """`started` (the start-up's objects out of the collector's reach) runs once the command
     has checked everything, before the runner takes its first turn."""
     calls: list[str] = []
-    command = "broker.management.commands.runassistant"
+    command = "runner.management.commands.runassistant"
     monkeypatch.setattr(f"{command}.started", lambda: calls.append("started"))
 
     class Runner:

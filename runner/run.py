@@ -26,12 +26,12 @@ from broker.actors import Actor
 from broker.models import ClaimEnd, Message, MessageClass, ReplyState
 from broker.refusals import Refusal
 from broker.replies import ReplyRecord
-from broker.runner.backends import Reply, ReplyBackend, ReplyFailed, TurnCancelled
-from broker.runner.backends.base import CallResult
-from broker.runner.claims import try_claim
-from broker.runner.lease import Held, LeaseKeeper
-from broker.runner.pending import PendingThread, pending_messages
-from broker.runner.turns import Turn, read_turn
+from runner.backends import Reply, ReplyBackend, ReplyFailed, TurnCancelled
+from runner.backends.base import CallResult
+from runner.claims import try_claim
+from runner.lease import Held, LeaseKeeper
+from runner.pending import PendingThread, pending_messages
+from runner.turns import Turn, read_turn
 from broker.signals import TurnEnd, turn_ended
 from broker.steps import ToolCall
 from broker.tools import Toolbox, read_toolbox

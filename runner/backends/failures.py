@@ -53,7 +53,7 @@ from collections.abc import Mapping
 import httpx2
 from openai import APIConnectionError, APIError, APIStatusError, APITimeoutError
 
-from broker.runner.backends.base import ReplyFailed
+from runner.backends.base import ReplyFailed
 
 logger = logging.getLogger("mosaic.runner")
 

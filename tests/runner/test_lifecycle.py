@@ -18,11 +18,11 @@ from broker import actions, refusals, selectors
 from broker.actors import Actor
 from broker.models import ClaimEnd, Message, ReplyState, ThreadClaim, TrailRow, TurnProgress
 from broker.refusals import Refusal
-from broker.runner.backends import Draft, Reply, ReplyFailed, TurnCancelled, TurnTools
-from broker.runner.prompt import STOPPED_NOTE, prompt_messages
-from broker.runner.turns import Turn
+from runner.backends import Draft, Reply, ReplyFailed, TurnCancelled, TurnTools
+from runner.prompt import STOPPED_NOTE, prompt_messages
+from runner.turns import Turn
 from tests.broker import factories
-from tests.broker.runner.conftest import LEASE, wait_for
+from tests.runner.conftest import LEASE, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -2,7 +2,7 @@
 
 Any server speaking `POST {base_url}/chat/completions` works: OpenAI itself, a LiteLLM proxy, or
 a local model behind llama.cpp's server, vLLM or Ollama. The thread's history becomes the
-messages list (`broker.runner.prompt`).
+messages list (`runner.prompt`).
 
 The reply is asked for as a stream (`stream: true`, with `stream_options.include_usage` so the
 last chunk carries token usage), and `draft` is called with the whole text so far as chunks
@@ -16,7 +16,7 @@ keeps streaming is never cut off.
 
 The request runs on a private event loop so a cancelled turn (its claim ended, the runner
 stopping) closes the HTTP request at once instead of waiting for the model. Every failure is
-classified by `broker.runner.backends.failures`; no exception of the client reaches the run.
+classified by `runner.backends.failures`; no exception of the client reaches the run.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from openai import (
 )
 from openai.types.chat import ChatCompletion, ChatCompletionChunk, ChatCompletionMessageParam
 
-from broker.runner.backends.base import (
+from runner.backends.base import (
     Draft,
     EndpointRefused,
     Reply,
@@ -52,14 +52,14 @@ from broker.runner.backends.base import (
     TurnCancelled,
     TurnTools,
 )
-from broker.runner.backends.failures import (
+from runner.backends.failures import (
     MalformedAnswer,
     failure_from_empty_reply,
     failure_from_error,
     trimmed,
 )
-from broker.runner.prompt import prompt_messages
-from broker.runner.turns import Done, Turn
+from runner.prompt import prompt_messages
+from runner.turns import Done, Turn
 from broker.steps import ToolCall
 
 logger = logging.getLogger("mosaic.runner")

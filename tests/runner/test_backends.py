@@ -22,7 +22,7 @@ import pytest
 from django.core.exceptions import ImproperlyConfigured
 
 from broker.policy import RoleLists
-from broker.runner.backends import (
+from runner.backends import (
     Reply,
     ReplyFailed,
     TurnCancelled,
@@ -30,11 +30,11 @@ from broker.runner.backends import (
     chat_completions,
     no_drafts,
 )
-from broker.runner.backends.base import CallResult
-from broker.runner.backends.chat_completions import ChatCompletionsBackend
-from broker.runner.backends.failures import MESSAGE_LIMIT, retry_after_seconds
-from broker.runner.backends.offline import OfflineBackend
-from broker.runner.turns import TESTER_LINE, Entry, Turn
+from runner.backends.base import CallResult
+from runner.backends.chat_completions import ChatCompletionsBackend
+from runner.backends.failures import MESSAGE_LIMIT, retry_after_seconds
+from runner.backends.offline import OfflineBackend
+from runner.turns import TESTER_LINE, Entry, Turn
 from broker.steps import ToolCall
 from broker.tools import Toolbox, offered_tools
 from tests.model_servers import FakeModel
@@ -326,7 +326,7 @@ def test_chat_completions_loads_the_certificates_once_per_process(fake_model, mo
     """Loading the certificates holds the GIL for tens of milliseconds: once per request, it
     stalled every other thread of a busy runner (P5). Three requests and the check of
     the served models load them once, into the context every request checks TLS against."""
-    from broker.runner.backends import chat_completions
+    from runner.backends import chat_completions
 
     loads: list[ssl.SSLContext] = []
     real = ssl.SSLContext.load_verify_locations

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from broker.runner.backends import Draft, Reply, TurnCancelled, TurnTools
-from broker.runner.backends.offline import OfflineBackend
-from broker.runner.service import Runner
-from broker.runner.turns import Turn
+from runner.backends import Draft, Reply, TurnCancelled, TurnTools
+from runner.backends.offline import OfflineBackend
+from runner.service import Runner
+from runner.turns import Turn
 from tests.model_servers import FakeModel, serve_fake_model
 
 LEASE = 1.0

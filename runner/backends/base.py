@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from broker.runner.turns import Turn
+from runner.turns import Turn
 from broker.steps import ToolCall
 from broker.tools import Toolbox
 

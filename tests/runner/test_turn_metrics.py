@@ -9,10 +9,10 @@ from prometheus_client import REGISTRY
 
 from broker import actions
 from broker.actors import Actor
-from broker.runner.backends import Draft, Reply, TurnTools
-from broker.runner.turns import Turn
+from runner.backends import Draft, Reply, TurnTools
+from runner.turns import Turn
 from tests.broker import factories
-from tests.broker.runner.conftest import LEASE, wait_for
+from tests.runner.conftest import LEASE, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -13,7 +13,7 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from broker.runner.backends.base import (
+from runner.backends.base import (
     Draft,
     Reply,
     ReplyBackend,
@@ -56,7 +56,7 @@ def configured_backend(reply: Mapping[str, Any], *, instance: str = "") -> Reply
     where = f"instance {instance!r}: " if instance else ""
     name: str = reply.get("backend", settings.MOSAIC_ASSISTANT_BACKEND)
     if name == "offline":
-        from broker.runner.backends.offline import OfflineBackend
+        from runner.backends.offline import OfflineBackend
 
         return OfflineBackend(pace=settings.MOSAIC_OFFLINE_PACE)
     if name == "openai":
@@ -77,7 +77,7 @@ def configured_backend(reply: Mapping[str, Any], *, instance: str = "") -> Reply
                 )
             api_key = os.environ[variable]
         # Imported here: the client library is only loaded where it is used.
-        from broker.runner.backends.chat_completions import ChatCompletionsBackend
+        from runner.backends.chat_completions import ChatCompletionsBackend
 
         return ChatCompletionsBackend(
             base_url=base_url,

@@ -18,9 +18,9 @@ import pytest
 from broker import actions
 from broker.actors import Actor
 from broker.models import Instance, Message, Step, Task, ThreadClaim
-from broker.runner.backends.chat_completions import ChatCompletionsBackend
+from runner.backends.chat_completions import ChatCompletionsBackend
 from tests.broker import factories
-from tests.broker.runner.conftest import wait_for
+from tests.runner.conftest import wait_for
 from tests.model_servers import FakeModel
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -10,9 +10,9 @@ import pytest
 from broker import actions, events
 from broker.actors import Actor
 from broker.models import Message
-from broker.runner.nudges import LayerNudges
+from runner.nudges import LayerNudges
 from tests.broker import factories
-from tests.broker.runner.conftest import wait_for
+from tests.runner.conftest import wait_for
 
 
 @pytest.mark.django_db(transaction=True)

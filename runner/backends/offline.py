@@ -15,8 +15,8 @@ import re
 import threading
 
 from broker.models import StepOutcome
-from broker.runner.backends.base import Draft, Reply, TurnCancelled, TurnTools
-from broker.runner.turns import TESTER_LINE, Entry, Turn
+from runner.backends.base import Draft, Reply, TurnCancelled, TurnTools
+from runner.turns import TESTER_LINE, Entry, Turn
 from broker.steps import ToolCall
 from broker.tools import CREATE_TASK
 

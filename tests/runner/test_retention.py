@@ -13,10 +13,10 @@ from django.utils import timezone
 
 from broker.actors import Actor
 from broker.models import Thread
-from broker.runner.retention import PURGE_EVERY, DailyTesterPurge
-from broker.runner.service import Runner
+from runner.retention import PURGE_EVERY, DailyTesterPurge
+from runner.service import Runner
 from tests.broker import factories
-from tests.broker.runner.conftest import wait_for
+from tests.runner.conftest import wait_for
 
 
 class Clock:
