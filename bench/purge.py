@@ -17,8 +17,8 @@ from django.utils import timezone
 
 from bench.seed import seed_project
 from broker.access import access_tester_actor
-from broker.models import Message
 from broker.actions.tester_purge import purge_tester_data
+from broker.models import Message
 
 
 def main() -> None:

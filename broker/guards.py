@@ -2,8 +2,9 @@
 
 - Message, Event, ThreadOpen, TrailRow and Decision are append-only: UPDATE and DELETE (and
   TRUNCATE on PostgreSQL) are refused. One DELETE passes: the tester-data purge's, of a row of a
-  tester-owned thread in a transaction that holds a purge permit (`broker.actions.tester_purge`); the
-  rows of the human's threads, and every other table's, no transaction can delete.
+  tester-owned thread in a transaction that holds a purge permit
+  (`broker.actions.tester_purge`); the rows of the human's threads, and every other table's, no
+  transaction can delete.
 - R15: a Task's request is a `human.input` event. Events are append-only, so checking the kind
   when the task is written is enough.
 - A thread's message has the thread's instance as from_role or to_role.

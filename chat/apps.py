@@ -8,4 +8,3 @@ class ChatConfig(AppConfig):
     def ready(self) -> None:
         # L9's system check; ended sign-ins close their sockets; failed sign-ins count.
         from chat import checks, revocations, sign_in_throttle  # noqa: F401
-        from chat.api import schema  # noqa: F401  (registers the schema's session scheme)

@@ -5,4 +5,4 @@ class MosaicConfig(AppConfig):
     name = "mosaic"
 
     def ready(self) -> None:
-        from mosaic import metrics  # noqa: F401  (counts sends and turns in every process, runners too)
+        from mosaic.edge import metrics  # noqa: F401  (counts sends and turns in every process, runners too)

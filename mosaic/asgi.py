@@ -20,15 +20,12 @@ from django.db import connections  # noqa: E402
 
 from broker.boot import refuse_invalid_businesses, refuse_unguarded_database, started  # noqa: E402
 from broker.checkpoints import start_checkpoints  # noqa: E402
-from mosaic.handler import WorkerPool  # noqa: E402
-from mosaic.listeners import (  # noqa: E402
-    build_human_application,
-    build_tester_application,
-    by_port,
-    http_handler,
-    plain_http_handler,
-)
+from human.listener import build_human_application  # noqa: E402
+from mosaic.edge.handler import WorkerPool  # noqa: E402
+from mosaic.edge.listener import http_handler, plain_http_handler  # noqa: E402
+from mosaic.edge.ports import by_port  # noqa: E402
 from mosaic.ops import build_ops_application  # noqa: E402
+from tester.listener import build_tester_application  # noqa: E402
 
 refuse_invalid_businesses()
 refuse_unguarded_database()

@@ -1,6 +1,6 @@
 """Log formats: plain lines, or one JSON object a line (MOSAIC_LOG_FORMAT=json).
 
-A request's line carries its fields (`mosaic.access_log`: listener, method, path, route,
+A request's line carries its fields (`mosaic.edge.access_log`: listener, method, path, route,
 status, ms, actor kind, client, request id) as the record's `request`; the JSON format writes
 them beside the time, level, logger and message. Any other record is its time, level, logger,
 message and, when it has one, its traceback.

@@ -8,10 +8,10 @@ from typing import Any
 from django.http import HttpRequest, HttpResponseBase
 from django.utils.deprecation import MiddlewareMixin
 
-from mosaic.access_log import mark_chat_user, mark_route
-from mosaic.listeners import LISTENER_KEY
+from mosaic.edge.access_log import mark_chat_user, mark_route
+from mosaic.edge.listener import LISTENER_KEY
 
-URLCONFS = {"human": "mosaic.urls", "tester": "tester.urls"}
+URLCONFS = {"human": "human.urls", "tester": "tester.urls"}
 
 
 class ListenerMiddleware(MiddlewareMixin):

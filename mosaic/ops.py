@@ -3,7 +3,7 @@
 It binds MOSAIC_OPS_PORT (default 7334, 0 for none) on 127.0.0.1 and answers only loopback
 clients with a loopback Host (DNS rebinding); anything else it serves is `not-found`. The
 human and tester listeners do not serve `/metrics`. Under `manage.py cluster` it is a process
-of its own, adding up every process's values (`mosaic.metrics`).
+of its own, adding up every process's values (`mosaic.edge.metrics`).
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, 
 from prometheus_client.multiprocess import MultiProcessCollector
 
 from broker import refusals
-from mosaic.access_log import METRICS, ASGIApp, Receive, Scope, Send, one_line_each
-from mosaic.answers import answer, refuse
-from mosaic.health import answer_probe, is_probe
-from mosaic.listeners import LOOPBACK
+from mosaic.edge.access_log import METRICS, ASGIApp, Receive, Scope, Send, one_line_each
+from mosaic.edge.answers import answer, refuse
+from mosaic.edge.health import answer_probe, is_probe
+from mosaic.edge.ports import LOOPBACK
 
 OPS_HOST = "127.0.0.1"
 LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "[::1]"})

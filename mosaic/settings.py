@@ -88,7 +88,7 @@ MOSAIC_CONSULT_TIMEOUT = env.float("MOSAIC_CONSULT_TIMEOUT", default=120.0)
 # sign-in again (ended sign-ins that no signal announced), in seconds.
 MOSAIC_RESYNC_SECONDS = env.float("MOSAIC_RESYNC_SECONDS", default=10.0)
 # A request body over this many bytes is refused `too-large` before it is read
-# (`mosaic.body_limit`); a body within it is held in memory, never spooled to a file.
+# (`mosaic.edge.body_limit`); a body within it is held in memory, never spooled to a file.
 MOSAIC_REQUEST_MAX_BYTES = env.int("MOSAIC_REQUEST_MAX_BYTES", default=256 * 1024)
 FILE_UPLOAD_MAX_MEMORY_SIZE = max(
     MOSAIC_REQUEST_MAX_BYTES, global_settings.FILE_UPLOAD_MAX_MEMORY_SIZE
@@ -138,7 +138,7 @@ if MOSAIC_PRODUCTION:
     # listener binds loopback by default, so only that proxy can reach it with the header.
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     # The tester listener is plain HTTP on loopback by design and is exempt from the
-    # redirect (mosaic.listeners.plain_http_handler).
+    # redirect (mosaic.edge.listener.plain_http_handler).
     SECURE_SSL_REDIRECT = True
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
@@ -163,6 +163,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "chat",
+    "human",
     "tester",
     # The assistant runner, a client of the broker: `runassistant`.
     "runner",
@@ -184,7 +185,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
-ROOT_URLCONF = "mosaic.urls"
+ROOT_URLCONF = "human.urls"
 
 # Every page's Content-Security-Policy (docs/security.md): defence in depth for the model's
 # rendered text. Scripts and styles come from the listener's own static files only, never
@@ -256,7 +257,7 @@ SPECTACULAR_SETTINGS = {
     "SERVE_AUTHENTICATION": [],
     # The session is the documented credential; a proxy header is deployment configuration,
     # and the tester listener needs none.
-    "AUTHENTICATION_WHITELIST": ["chat.gates.HumanSessionAuthentication"],
+    "AUTHENTICATION_WHITELIST": ["human.gates.HumanSessionAuthentication"],
     # `<id:…>` path segments (chat.routes.IdConverter) are integers of at most 18 digits.
     "PATH_CONVERTER_OVERRIDES": {"id": {"type": "integer", "minimum": 0, "maximum": 10**18 - 1}},
 }
@@ -278,7 +279,7 @@ SQLITE_OPTIONS = {
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"].setdefault("OPTIONS", {}).update(SQLITE_OPTIONS)
     DATABASES["default"]["TEST"] = {"NAME": None}
-    # Each request runs on one of a few long-lived worker threads (mosaic.handler), which keep
+    # Each request runs on one of a few long-lived worker threads (mosaic.edge.handler), which keep
     # their connection; a broken one is noticed and replaced at the next request.
     DATABASES["default"]["CONN_MAX_AGE"] = None
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True

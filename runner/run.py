@@ -26,15 +26,15 @@ from broker.actors import Actor
 from broker.models import ClaimEnd, Message, MessageClass, ReplyState
 from broker.refusals import Refusal
 from broker.replies import ReplyRecord
+from broker.signals import TurnEnd, turn_ended
+from broker.steps import ToolCall
+from broker.tools import Toolbox, read_toolbox
 from runner.backends import Reply, ReplyBackend, ReplyFailed, TurnCancelled
 from runner.backends.base import CallResult
 from runner.claims import try_claim
 from runner.lease import Held, LeaseKeeper
 from runner.pending import PendingThread, pending_messages
 from runner.turns import Turn, read_turn
-from broker.signals import TurnEnd, turn_ended
-from broker.steps import ToolCall
-from broker.tools import Toolbox, read_toolbox
 
 logger = logging.getLogger("mosaic.runner")
 

@@ -57,13 +57,10 @@ def application(listener: str) -> Any:
     # The listeners themselves, not mosaic.asgi: importing it would run django.setup() again,
     # whose logging configuration drops the handlers pytest captures logs with. The request
     # path runs on the test's own thread, where its database transaction is.
-    from mosaic.handler import CallingThread
-    from mosaic.listeners import (
-        build_human_application,
-        build_tester_application,
-        http_handler,
-        plain_http_handler,
-    )
+    from human.listener import build_human_application
+    from mosaic.edge.handler import CallingThread
+    from mosaic.edge.listener import http_handler, plain_http_handler
+    from tester.listener import build_tester_application
 
     if listener == HUMAN:
         return build_human_application(http_handler(CallingThread()))

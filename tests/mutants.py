@@ -117,7 +117,7 @@ MUTANTS = (
     Mutant(
         "M9",
         "the human listener's refusal of X-Mosaic-Tester removed",
-        "mosaic/listeners.py",
+        "human/listener.py",
         (
             (
                 'if scope["type"] in ("http", "websocket") and any(\n            _normalised(name) == TESTER_HEADER',
@@ -149,7 +149,7 @@ MUTANTS = (
             ),
             (
                 "from chat.routes import api_routes\n",
-                "from chat.gates import HUMAN_AUTHENTICATION\nfrom chat.routes import api_routes\n",
+                "from human.gates import HUMAN_AUTHENTICATION\nfrom chat.routes import api_routes\n",
             ),
         ),
         suspects=("tests/tester/test_listener.py",),

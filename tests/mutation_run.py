@@ -142,7 +142,7 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
     "broker.access.x__loaded__mutmut_13": ("strict=False", SAME_LENGTHS),
     "broker.access.x__loaded__mutmut_14": ("from_db(None,", ONE_DATABASE),
     "broker.access.x_access_verb__mutmut_1": ("switch: bool = False", DEFAULT_UNREAD),
-    # chat/gates.py
+    # chat/gates.py, human/gates.py
     "chat.gates.xǁJsonBodyǁhas_permission__mutmut_6": ('split(";", )', FIRST_PIECE),
     "chat.gates.xǁJsonBodyǁhas_permission__mutmut_9": ('split(";", 2)', FIRST_PIECE),
     "chat.gates.x_proxy_username__mutmut_17": ('("XXXX", 0)', NO_CLIENT),
@@ -164,28 +164,28 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         'get("SEC-FETCH-SITE")',
         CASE_INSENSITIVE_HEADERS,
     ),
-    "chat.gates.xǁTrustedHumanOriginǁhas_permission__mutmut_4": (
+    "human.gates.xǁTrustedHumanOriginǁhas_permission__mutmut_4": (
         'get("origin")',
         CASE_INSENSITIVE_HEADERS,
     ),
-    "chat.gates.xǁTrustedHumanOriginǁhas_permission__mutmut_5": (
+    "human.gates.xǁTrustedHumanOriginǁhas_permission__mutmut_5": (
         'get("ORIGIN")',
         CASE_INSENSITIVE_HEADERS,
     ),
-    "chat.gates.xǁConsoleSendEnabledǁhas_permission__mutmut_4": (
+    "human.gates.xǁConsoleSendEnabledǁhas_permission__mutmut_4": (
         '"allowed_without_send", None',
         FALSY,
     ),
     "chat.gates.x_proxy_username__mutmut_5": ('"LATIN-1"', CODEC_NAME),
-    "chat.gates.x_enforce_csrf__mutmut_5": (
+    "human.gates.x_enforce_csrf__mutmut_5": (
         "lambda _request: 0",
         UNUSED_RESPONSE,
     ),
-    "chat.gates.x_enforce_csrf__mutmut_9": (
+    "human.gates.x_enforce_csrf__mutmut_9": (
         "None, None, {}",
         CSRF_ARGS,
     ),
-    "chat.gates.x_enforce_csrf__mutmut_10": ("(), None)", CSRF_ARGS),
+    "human.gates.x_enforce_csrf__mutmut_10": ("(), None)", CSRF_ARGS),
     # tester/gates.py
     "tester.gates.xǁTesterFenceǁhas_permission__mutmut_7": ('"XXXX"', NO_EMPTY_METHOD),
     "tester.gates.xǁNoProxyUserHeaderǁhas_permission__mutmut_5": ('{"XXXX"}', NO_EMPTY_NAME),
@@ -206,40 +206,43 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         'get("ORIGIN")',
         CASE_INSENSITIVE_HEADERS,
     ),
-    # mosaic/listeners.py
-    "mosaic.listeners.x_static_files__mutmut_2": ("Http404(None)", NOT_FOUND_SENTENCE),
-    "mosaic.listeners.x_static_files__mutmut_3": ('"XXNo such file.XX"', NOT_FOUND_SENTENCE),
-    "mosaic.listeners.x_static_files__mutmut_4": ('"no such file."', NOT_FOUND_SENTENCE),
-    "mosaic.listeners.x_static_files__mutmut_5": ('"NO SUCH FILE."', NOT_FOUND_SENTENCE),
-    "mosaic.listeners.x__redirect__mutmut_21": ('"XXbodyXX"', ASGI_BODY),
-    "mosaic.listeners.x__redirect__mutmut_22": ('"BODY"', ASGI_BODY),
-    "mosaic.listeners.x_by_port__mutmut_13": ('("XXXX", None)', SERVER_HOST),
-    "mosaic.listeners.x__no_such_socket__mutmut_4": ("NOT_FOUND, None)", SOCKET_DETAIL),
-    "mosaic.listeners.x__listener__mutmut_16": (
+    # the listeners' ASGI guards: mosaic/edge/, human/listener.py, tester/listener.py
+    "mosaic.edge.listener.x_static_files__mutmut_2": ("Http404(None)", NOT_FOUND_SENTENCE),
+    "mosaic.edge.listener.x_static_files__mutmut_3": ('"XXNo such file.XX"', NOT_FOUND_SENTENCE),
+    "mosaic.edge.listener.x_static_files__mutmut_4": ('"no such file."', NOT_FOUND_SENTENCE),
+    "mosaic.edge.listener.x_static_files__mutmut_5": ('"NO SUCH FILE."', NOT_FOUND_SENTENCE),
+    "tester.listener.x__redirect__mutmut_21": ('"XXbodyXX"', ASGI_BODY),
+    "tester.listener.x__redirect__mutmut_22": ('"BODY"', ASGI_BODY),
+    "mosaic.edge.ports.x_by_port__mutmut_13": ('("XXXX", None)', SERVER_HOST),
+    "mosaic.edge.sockets.x__no_such_socket__mutmut_4": ("NOT_FOUND, None)", SOCKET_DETAIL),
+    "mosaic.edge.listener.x_build_listener__mutmut_16": (
         "named(None, websocket_origin_only",
         SOCKET_MARK,
     ),
-    "mosaic.listeners.x_capped_body__mutmut_14": ('"headers", None)', ASGI_HEADERS),
-    "mosaic.listeners.x_capped_body__mutmut_16": ('get("headers", )', ASGI_HEADERS),
-    "mosaic.listeners.x_capped_body__mutmut_61": ('"more_body", None)', NOT_MORE_BODY),
-    "mosaic.listeners.x_capped_body__mutmut_63": ('get("more_body", )', NOT_MORE_BODY),
-    "mosaic.listeners.x_plain_http_handler__mutmut_1": ("SECURE_SSL_REDIRECT=None", SSL_REDIRECT),
-    "mosaic.listeners.x_refuse_tester_header__mutmut_13": ('"headers", None)', ASGI_HEADERS),
-    "mosaic.listeners.x_refuse_tester_header__mutmut_15": ('get("headers", )', ASGI_HEADERS),
-    "mosaic.listeners.x_tester_host_only__mutmut_20": ('("XXXX", 0)', NO_CLIENT),
-    "mosaic.listeners.x_tester_host_only__mutmut_21": ('("", 1)', CLIENT_PORT),
-    "mosaic.listeners.x_tester_host_only__mutmut_24": ('"headers", None)', ASGI_HEADERS),
-    "mosaic.listeners.x_tester_host_only__mutmut_26": ('get("headers", )', ASGI_HEADERS),
-    "mosaic.listeners.x_tester_host_only__mutmut_39": ('"LATIN-1"', CODEC_NAME),
-    "mosaic.listeners.x_tester_host_only__mutmut_42": ('else "XXXX"', NO_HOST),
-    "mosaic.listeners.x_tester_host_only__mutmut_81": ("'path', None)", ASGI_PATH),
-    "mosaic.listeners.x_tester_host_only__mutmut_83": ("get('path', )", ASGI_PATH),
-    "mosaic.listeners.x_tester_host_only__mutmut_86": ("'XX/XX')", ASGI_PATH),
-    "mosaic.listeners.x_websocket_origin_only__mutmut_8": ('"headers", None)', ASGI_HEADERS),
-    "mosaic.listeners.x_websocket_origin_only__mutmut_10": ('get("headers", )', ASGI_HEADERS),
-    "mosaic.listeners.x_websocket_origin_only__mutmut_23": ('"LATIN-1"', CODEC_NAME),
-    "mosaic.listeners.x_websocket_origin_only__mutmut_26": ('else "XXXX"', NO_ORIGIN),
-    "mosaic.listeners.x_websocket_origin_only__mutmut_31": (
+    "mosaic.edge.listener.x_capped_body__mutmut_14": ('"headers", None)', ASGI_HEADERS),
+    "mosaic.edge.listener.x_capped_body__mutmut_16": ('get("headers", )', ASGI_HEADERS),
+    "mosaic.edge.listener.x_capped_body__mutmut_61": ('"more_body", None)', NOT_MORE_BODY),
+    "mosaic.edge.listener.x_capped_body__mutmut_63": ('get("more_body", )', NOT_MORE_BODY),
+    "mosaic.edge.listener.x_plain_http_handler__mutmut_1": (
+        "SECURE_SSL_REDIRECT=None",
+        SSL_REDIRECT,
+    ),
+    "human.listener.x_refuse_tester_header__mutmut_13": ('"headers", None)', ASGI_HEADERS),
+    "human.listener.x_refuse_tester_header__mutmut_15": ('get("headers", )', ASGI_HEADERS),
+    "tester.listener.x_tester_host_only__mutmut_20": ('("XXXX", 0)', NO_CLIENT),
+    "tester.listener.x_tester_host_only__mutmut_21": ('("", 1)', CLIENT_PORT),
+    "tester.listener.x_tester_host_only__mutmut_24": ('"headers", None)', ASGI_HEADERS),
+    "tester.listener.x_tester_host_only__mutmut_26": ('get("headers", )', ASGI_HEADERS),
+    "tester.listener.x_tester_host_only__mutmut_39": ('"LATIN-1"', CODEC_NAME),
+    "tester.listener.x_tester_host_only__mutmut_42": ('else "XXXX"', NO_HOST),
+    "tester.listener.x_tester_host_only__mutmut_81": ("'path', None)", ASGI_PATH),
+    "tester.listener.x_tester_host_only__mutmut_83": ("get('path', )", ASGI_PATH),
+    "tester.listener.x_tester_host_only__mutmut_86": ("'XX/XX')", ASGI_PATH),
+    "mosaic.edge.sockets.x_websocket_origin_only__mutmut_8": ('"headers", None)', ASGI_HEADERS),
+    "mosaic.edge.sockets.x_websocket_origin_only__mutmut_10": ('get("headers", )', ASGI_HEADERS),
+    "mosaic.edge.sockets.x_websocket_origin_only__mutmut_23": ('"LATIN-1"', CODEC_NAME),
+    "mosaic.edge.sockets.x_websocket_origin_only__mutmut_26": ('else "XXXX"', NO_ORIGIN),
+    "mosaic.edge.sockets.x_websocket_origin_only__mutmut_31": (
         "ORIGIN_REFUSED, None)",
         WEBSOCKET_ONLY_DETAIL,
     ),

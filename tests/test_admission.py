@@ -1,10 +1,11 @@
-"""The admission policy of the HTTP workers (mosaic.admission), step by step on a given clock."""
+"""The admission policy of the HTTP workers (mosaic.edge.admission), step by step on a given
+clock."""
 
 from __future__ import annotations
 
 import pytest
 
-from mosaic.admission import AdmissionPolicy
+from mosaic.edge.admission import AdmissionPolicy
 
 
 def serve(policy: AdmissionPolicy, *, at: float, service: float) -> None:

@@ -1,5 +1,5 @@
-"""`mosaic.body_limit` byte by byte: the server's request class over an in-memory transport, with
-a limit small enough that a whole request arrives in one read.
+"""`mosaic.edge.body_limit` byte by byte: the server's request class over an in-memory transport,
+with a limit small enough that a whole request arrives in one read.
 
 The real-socket tests (tests/test_body_limit.py) prove the refusal against `manage.py serve`;
 these pin what a socket cannot show exactly: how much of a body is kept, that a refused request
@@ -17,7 +17,7 @@ import pytest
 from twisted.internet.task import Clock
 from twisted.internet.testing import StringTransport
 
-from mosaic.body_limit import BoundedHTTPFactory, BoundedRequest
+from mosaic.edge.body_limit import BoundedHTTPFactory, BoundedRequest
 from tests.test_deploy import setting_in_a_process
 
 LIMIT = 1000

@@ -123,8 +123,9 @@ def test_production_human_listener_redirects_plain_http_and_sends_hsts(
 ) -> None:
     from django.contrib.auth.models import User
 
-    from mosaic.handler import CallingThread
-    from mosaic.listeners import build_human_application, http_handler
+    from human.listener import build_human_application
+    from mosaic.edge.handler import CallingThread
+    from mosaic.edge.listener import http_handler
 
     app = build_human_application(http_handler(CallingThread()))
     plain = fetch(app, f"http://{HOST}/api/schema")
@@ -152,8 +153,9 @@ def test_production_tester_listener_serves_plain_http_on_loopback(
     production_security, settings, business
 ) -> None:
     """SPEC §5: the tester listener is plain HTTP on loopback; the redirect would break it."""
-    from mosaic.handler import CallingThread
-    from mosaic.listeners import build_tester_application, plain_http_handler
+    from mosaic.edge.handler import CallingThread
+    from mosaic.edge.listener import plain_http_handler
+    from tester.listener import build_tester_application
 
     app = build_tester_application(plain_http_handler(CallingThread()))
     port = settings.MOSAIC_TESTER_PORT

@@ -1,4 +1,4 @@
-"""The HTTP request path on a bounded pool of long-lived workers (mosaic.handler).
+"""The HTTP request path on a bounded pool of long-lived workers (mosaic.edge.handler).
 
 These tests run the real pool, so the request path runs on the pool's own threads with their own
 database connections: they need committed data (`transactional_db`).
@@ -20,12 +20,13 @@ from django.db import connection
 
 from broker import refusals
 from broker.models import Instance, Message, Project, Thread
-from mosaic.handler import Overloaded, WorkerPool
-from mosaic.listeners import build_human_application, http_handler
-from tests.runner.conftest import wait_for_async
+from human.listener import build_human_application
+from mosaic.edge.handler import Overloaded, WorkerPool
+from mosaic.edge.listener import http_handler
 from tests.conftest import make_business
 from tests.listener_fixtures import PASSWORD
 from tests.listeners import HUMAN, RawAnswer, call, http_scope, write_headers
+from tests.runner.conftest import wait_for_async
 
 ORIGIN = "http://127.0.0.1:7332"
 

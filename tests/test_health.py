@@ -7,8 +7,8 @@ import asyncio
 import pytest
 from django.db.migrations.executor import MigrationExecutor
 
-import mosaic.health
-import mosaic.readiness
+import mosaic.edge.health
+import mosaic.edge.readiness
 from tests.listeners import HUMAN, TESTER, ListenerClient
 from tests.test_layers import LAYERS
 
@@ -17,7 +17,7 @@ LISTENERS = [HUMAN, TESTER]
 
 @pytest.fixture(autouse=True)
 def migrations_checked_afresh(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(mosaic.readiness, "_migrated", False)
+    monkeypatch.setattr(mosaic.edge.readiness, "_migrated", False)
 
 
 @pytest.mark.parametrize("listener", LISTENERS)
@@ -26,7 +26,7 @@ def test_healthz_answers_alive_without_database(
 ) -> None:
     """Alive, signed out, with a Host no listener accepts, and without touching the database
     (no `django_db` mark: any query fails the test)."""
-    monkeypatch.setattr(mosaic.health, "readiness", None)  # /healthz must not call it
+    monkeypatch.setattr(mosaic.edge.health, "readiness", None)  # /healthz must not call it
     answer = ListenerClient(listener).get("/healthz", headers={"Host": "10.1.2.3:80"})
     assert (answer.status_code, answer.json()) == (200, {"status": "alive"})
     assert answer.headers["cache-control"] == "no-store"
@@ -56,9 +56,9 @@ def test_readyz_pending_migration_answers_503_naming_it(monkeypatch: pytest.Monk
 @pytest.mark.django_db(transaction=True)
 def test_readyz_database_down_answers_503_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
     def refused() -> None:
-        raise mosaic.readiness.connections["default"].Database.OperationalError("refused")
+        raise mosaic.edge.readiness.connections["default"].Database.OperationalError("refused")
 
-    monkeypatch.setattr(mosaic.readiness, "_database_answers", refused)
+    monkeypatch.setattr(mosaic.edge.readiness, "_database_answers", refused)
     answer = ListenerClient(TESTER).get("/readyz")
     assert answer.status_code == 503
     assert answer.json()["checks"] == {
@@ -95,7 +95,7 @@ def test_readyz_channel_check_needs_no_process_receive_loop(make, monkeypatch) -
     in the process's shared receive loop (a socket closing) leaves that loop's next receivers
     waiting, and the check must neither wait there nor, timing out, cancel a receive there."""
     layer = make()
-    monkeypatch.setattr(mosaic.readiness, "get_channel_layer", lambda: layer)
+    monkeypatch.setattr(mosaic.edge.readiness, "get_channel_layer", lambda: layer)
 
     async def scenario() -> str:
         channels = [await layer.new_channel() for _ in range(3)]
@@ -104,7 +104,7 @@ def test_readyz_channel_check_needs_no_process_receive_loop(make, monkeypatch) -
         receivers[0].cancel()
         await asyncio.sleep(0.1)
         try:
-            return (await mosaic.readiness.readiness())["channel-layer"]
+            return (await mosaic.edge.readiness.readiness())["channel-layer"]
         finally:
             for receiver in receivers:
                 receiver.cancel()

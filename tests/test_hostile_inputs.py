@@ -4,7 +4,7 @@ Every route of both listeners, read from their urlconfs (`tests.listener_routes`
 method, signed in and not, receives hostile inputs: JSON nested too deep, ids and cursors in
 digits that are not ASCII, numbers past any integer column, NUL, lone surrogates escaped in
 JSON, bytes that are not UTF-8. So do both listeners' WebSockets, routes read from
-`mosaic.listeners.websocket_routes`. Nothing may be stored by any of it.
+`mosaic.edge.sockets.websocket_routes`. Nothing may be stored by any of it.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from django.contrib.auth.models import User
 
 from broker.actors import Actor
 from broker.models import Message, Project, Thread, ThreadOpen
-from mosaic.listeners import websocket_routes
+from mosaic.edge.sockets import websocket_routes
 from tests.broker import factories
 from tests.chat.test_consumers import frames, socket
 from tests.conftest import make_business

@@ -25,16 +25,24 @@ ALLOWED_IMPORTS: dict[str, frozenset[str]] = {
     # The assistant runner, a client of the core like the transports: it answers turns
     # through the core's verbs, and `runassistant` starts it; the core never imports it.
     "runner": frozenset({"broker"}),
-    # The human listener's transport and the shared API.
+    # The chat API and its streams, served by both listeners.
     "chat": frozenset({"broker"}),
-    # The tester listener reuses the chat API's views, routes and gates.
-    "tester": frozenset({"broker", "chat"}),
+    # What runs in front of Django on every listener: the handler, the body cap, probes,
+    # sockets' guards, the request log and metrics; each listener is built of these.
+    "mosaic.edge": frozenset({"broker", "chat"}),
+    # The human listener: its routes, gates (L2, L9) and ASGI build (L1).
+    "human": frozenset({"broker", "chat", "mosaic.edge"}),
+    # The tester listener: the chat API's views and shared gates under its own gates (L3, L4,
+    # L5) and ASGI build (L8), and its suite runs' routes.
+    "tester": frozenset({"broker", "chat", "mosaic.edge"}),
     # The conversation-test client, installed alone as `mosaic_test`.
     "tester.suites": frozenset(),
     # `testassistant` runs that client, which speaks only to the tester listener.
     "tester.management": frozenset({"tester.suites"}),
-    # The site: settings, the listeners' build, the handler, ops; `serve` starts runners.
-    "mosaic": frozenset({"broker", "runner", "chat", "tester", "tester.suites"}),
+    # The site: settings, the ASGI entry points, middleware, ops; `serve` starts runners.
+    "mosaic": frozenset(
+        {"broker", "runner", "chat", "human", "tester", "tester.suites", "mosaic.edge"}
+    ),
     # The benchmarks seed through the core and start the site's and the baseline's servers.
     "bench": frozenset({"broker", "mosaic", "bench.baseline"}),
     # The plain Channels app the benchmarks compare against.

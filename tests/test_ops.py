@@ -12,9 +12,10 @@ from asgiref.sync import async_to_sync
 from channels.testing import WebsocketCommunicator
 from prometheus_client import REGISTRY
 
-from mosaic.handler import WorkerPool
-from mosaic.listeners import build_human_application, http_handler
-from mosaic.metrics import counted_sockets
+from human.listener import build_human_application
+from mosaic.edge.handler import WorkerPool
+from mosaic.edge.listener import http_handler
+from mosaic.edge.metrics import counted_sockets
 from mosaic.ops import build_ops_application
 from tests.listeners import (
     HUMAN,
@@ -184,7 +185,7 @@ def test_pool_waits_are_read_at_most_once_a_second(monkeypatch) -> None:
     added at the next read, none lost."""
     from django.db import DEFAULT_DB_ALIAS, connections
 
-    from mosaic import metrics
+    from mosaic.edge import metrics
 
     reads: list[float] = []
 

@@ -8,9 +8,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from runner.turns import Turn
 from broker.steps import ToolCall
 from broker.tools import Toolbox
+from runner.turns import Turn
 
 # Called with the whole reply so far (not a fragment), as often as the backend likes; the run
 # decides how often a draft is stored and shown.

@@ -44,6 +44,7 @@ from openai import (
 )
 from openai.types.chat import ChatCompletion, ChatCompletionChunk, ChatCompletionMessageParam
 
+from broker.steps import ToolCall
 from runner.backends.base import (
     Draft,
     EndpointRefused,
@@ -60,7 +61,6 @@ from runner.backends.failures import (
 )
 from runner.prompt import prompt_messages
 from runner.turns import Done, Turn
-from broker.steps import ToolCall
 
 logger = logging.getLogger("mosaic.runner")
 

@@ -15,10 +15,10 @@ import re
 import threading
 
 from broker.models import StepOutcome
-from runner.backends.base import Draft, Reply, TurnCancelled, TurnTools
-from runner.turns import TESTER_LINE, Entry, Turn
 from broker.steps import ToolCall
 from broker.tools import CREATE_TASK
+from runner.backends.base import Draft, Reply, TurnCancelled, TurnTools
+from runner.turns import TESTER_LINE, Entry, Turn
 
 GREETINGS = frozenset({"hi", "hello", "hey", "hallo", "good morning", "good afternoon"})
 HELP_WORDS = frozenset({"help", "/help", "help?", "what can you do", "what can you do?"})

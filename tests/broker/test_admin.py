@@ -18,7 +18,6 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from broker import actions, idempotency, refusals, selectors, steps
-
 from broker.actions import suite_runs
 from broker.actors import Actor
 from broker.models import (

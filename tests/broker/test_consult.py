@@ -27,10 +27,10 @@ from broker.models import (
     TrailRow,
 )
 from broker.refusals import Refusal
-from runner.pending import pending_messages, pending_threads
-from runner.turns import calls_made, read_turn
 from broker.steps import ToolCall
 from broker.tools import read_toolbox
+from runner.pending import pending_messages, pending_threads
+from runner.turns import calls_made, read_turn
 from tests.broker import factories
 
 

@@ -8,9 +8,8 @@ from typing import Any
 import pytest
 
 from broker import actions, policy, refusals, selectors, steps
-
-from broker.actions import suite_runs
 from broker.access import COUNTS_AS, VERBS
+from broker.actions import suite_runs
 from broker.actors import Actor, ActorKind
 from broker.models import Business, Message, Thread, ThreadOpen, TrailRow
 from broker.refusals import Refusal

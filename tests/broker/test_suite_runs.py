@@ -15,7 +15,6 @@ import pytest
 from django.db import IntegrityError, transaction
 
 from broker import actions, refusals, suite_fields
-
 from broker.actions import suite_runs
 from broker.actors import Actor
 from broker.models import (

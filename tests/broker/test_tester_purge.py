@@ -15,7 +15,6 @@ from django.db import IntegrityError, connection, models, transaction
 from django.utils import timezone
 
 from broker import actions
-
 from broker.actions import suite_runs, tester_purge
 from broker.actors import Actor
 from broker.models import (

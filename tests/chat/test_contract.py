@@ -12,7 +12,7 @@ from broker.actors import Actor
 from broker.models import Business
 from broker.refusals import Refusal
 from chat import errors
-from chat.gates import HUMAN_GATES, SIGN_IN_GATES
+from human.gates import HUMAN_GATES, SIGN_IN_GATES
 from tester.gates import TESTER_GATES
 from tests.listeners import ListenerClient
 

@@ -10,7 +10,8 @@ from rest_framework.request import Request
 from rest_framework.test import APIRequestFactory
 
 from chat.api.chat import ProjectsView
-from chat.gates import HumanSessionAuthentication, JsonBody, ProxyUserAuthentication
+from chat.gates import JsonBody
+from human.gates import HumanSessionAuthentication, ProxyUserAuthentication
 
 
 def drf_request(**headers: str) -> Request:

@@ -77,7 +77,7 @@ def schema_of(urlconf: str) -> dict:
     return json.loads(json.dumps(SchemaGenerator(urlconf=urlconf).get_schema(public=True)))
 
 
-HUMAN_SCHEMA = schema_of("mosaic.urls")
+HUMAN_SCHEMA = schema_of("human.urls")
 TESTER_SCHEMA = schema_of("tester.urls")
 
 
@@ -225,7 +225,7 @@ def check_auth_is_not_ignored(case: Any, broker_calls: list[str]) -> None:
         # A path no route matches (an id of 19 digits, say) is answered before anyone is
         # authenticated, with or without the session: it reaches nothing.
         with pytest.raises(Resolver404):
-            resolve(case.formatted_path, urlconf="mosaic.urls")
+            resolve(case.formatted_path, urlconf="human.urls")
         return
     assert response.status_code in (401, 403), (label, response.status_code, response.text)
 

@@ -15,8 +15,8 @@ from channels.testing import WebsocketCommunicator
 from django.db import OperationalError
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-from chat import gates
-from mosaic.listeners import unavailable_closes
+from human import gates
+from mosaic.edge.sockets import unavailable_closes
 
 UNAVAILABLE = {"error": "unavailable", "detail": "The service is unavailable; retry shortly."}
 

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from tests.runner.conftest import wait_for
 from tests.console.server import answers, free_port
+from tests.runner.conftest import wait_for
 
 SLOW = "[slow]"
 HOLD = "[hold]"

@@ -22,6 +22,8 @@ import pytest
 from django.core.exceptions import ImproperlyConfigured
 
 from broker.policy import RoleLists
+from broker.steps import ToolCall
+from broker.tools import Toolbox, offered_tools
 from runner.backends import (
     Reply,
     ReplyFailed,
@@ -35,8 +37,6 @@ from runner.backends.chat_completions import ChatCompletionsBackend
 from runner.backends.failures import MESSAGE_LIMIT, retry_after_seconds
 from runner.backends.offline import OfflineBackend
 from runner.turns import TESTER_LINE, Entry, Turn
-from broker.steps import ToolCall
-from broker.tools import Toolbox, offered_tools
 from tests.model_servers import FakeModel
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -17,9 +17,9 @@ from broker.actors import Actor
 from broker.models import Business, ClaimEnd, Message, ReplyState, Step, ThreadClaim
 from runner.backends.chat_completions import ChatCompletionsBackend
 from tests.broker import factories
-from tests.runner.conftest import GatedBackend, wait_for
 from tests.broker.test_consult import add_reviewer
 from tests.model_servers import FakeModel
+from tests.runner.conftest import GatedBackend, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

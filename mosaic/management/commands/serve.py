@@ -22,8 +22,8 @@ from broker.boot import (
     refuse_unguarded_database,
     stored_name_warnings,
 )
+from mosaic.edge.body_limit import BoundedServer
 from runner.service import Runner
-from mosaic.body_limit import BoundedServer
 
 APPLICATIONS = {
     "both": "mosaic.asgi:application",
@@ -36,8 +36,8 @@ OPS_HOST = "127.0.0.1"
 
 
 class OneLineServer(BoundedServer):
-    """daphne refusing oversized bodies as they arrive (`mosaic.body_limit`), without its access
-    log. Each request's one line is the listeners' own (docs/operations.md, Logs): the chat
+    """daphne refusing oversized bodies as they arrive (`mosaic.edge.body_limit`), without its
+    access log. Each request's one line is the listeners' own (docs/operations.md, Logs): the chat
     API's L6 line naming its user, a line for every other request; daphne's line for the same
     request made two."""
 

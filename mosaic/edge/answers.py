@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from chat.errors import STATUS, body, close_code
-from mosaic.access_log import Scope, Send
+from mosaic.edge.access_log import Scope, Send
 
 Headers = tuple[tuple[bytes, bytes], ...]
 

@@ -8,7 +8,7 @@ from drf_spectacular.extensions import OpenApiAuthenticationExtension
 
 
 class HumanSessionScheme(OpenApiAuthenticationExtension):  # type: ignore[no-untyped-call]
-    target_class = "chat.gates.HumanSessionAuthentication"
+    target_class = "human.gates.HumanSessionAuthentication"
     name = "session"
 
     def get_security_definition(self, auto_schema: Any) -> dict[str, str]:

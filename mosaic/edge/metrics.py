@@ -25,8 +25,8 @@ from prometheus_client import Counter, Gauge, Histogram, disable_created_metrics
 
 from broker.signals import TurnEnd, turn_ended
 from chat.signals import turn_sent
-from mosaic import access_log
-from mosaic.access_log import ASGIApp, Message, Receive, Scope, Send
+from mosaic.edge import access_log
+from mosaic.edge.access_log import ASGIApp, Message, Receive, Scope, Send
 
 # A `_created` sample beside every counter and histogram doubles the page and says nothing here.
 disable_created_metrics()  # type: ignore[no-untyped-call]
@@ -112,7 +112,7 @@ def collect_pool_stats(now: float | None = None) -> None:
 
 
 def observe_request(fields: dict[str, Any]) -> None:
-    """An ended HTTP request (`mosaic.access_log`'s fields)."""
+    """An ended HTTP request (`mosaic.edge.access_log`'s fields)."""
     if fields["kind"] != "http":
         return
     REQUESTS.labels(fields["listener"], fields["route"], str(fields["status"])).inc()

@@ -12,7 +12,7 @@ as the process. Each worker keeps its database connection between requests (SQLi
 connections with health checks; PostgreSQL: checked out of the process's pool per request), and
 the database never sees more of them than there are workers and pool slots.
 
-Admission is bounded too, and decided as a request arrives (`mosaic.admission`): one the
+Admission is bounded too, and decided as a request arrives (`mosaic.edge.admission`): one the
 workers can serve within `MOSAIC_HTTP_QUEUE_SECONDS` is queued for them, the rest are answered
 503 `unavailable` with `Retry-After` at once, having touched nothing. The queue is the
 executor's own, so a worker that ends a job takes the next without a hop through the event
@@ -42,9 +42,9 @@ from django.urls import set_script_prefix
 
 from broker import refusals
 from chat.errors import UNAVAILABLE_RETRY_AFTER
-from mosaic import metrics
-from mosaic.admission import AdmissionPolicy
-from mosaic.answers import refuse
+from mosaic.edge import metrics
+from mosaic.edge.admission import AdmissionPolicy
+from mosaic.edge.answers import refuse
 
 logger = logging.getLogger("mosaic.chat")
 
@@ -52,7 +52,7 @@ T = TypeVar("T")
 
 
 class Overloaded(Exception):
-    """The request was refused admission to the workers (`mosaic.admission`)."""
+    """The request was refused admission to the workers (`mosaic.edge.admission`)."""
 
 
 class Workers(Protocol):

@@ -6,7 +6,7 @@ names a version or a setting.
 
 - `/healthz` 200 `{"status": "alive"}`: the process serves requests.
 - `/readyz` 200 `{"status": "ready", "checks": {...}}`, or 503 `unavailable` naming the failing
-  checks (`mosaic.readiness`), with `Retry-After`.
+  checks (`mosaic.edge.readiness`), with `Retry-After`.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from typing import Any
 
 from broker import refusals
 from chat.errors import STATUS, UNAVAILABLE_RETRY_AFTER, body
-from mosaic.access_log import HEALTHZ, READYZ, ASGIApp, Receive, Scope, Send
-from mosaic.answers import Headers, answer_json
-from mosaic.readiness import OK, readiness
+from mosaic.edge.access_log import HEALTHZ, READYZ, ASGIApp, Receive, Scope, Send
+from mosaic.edge.answers import Headers, answer_json
+from mosaic.edge.readiness import OK, readiness
 
 PATHS = frozenset({HEALTHZ, READYZ})
 

@@ -7,9 +7,9 @@ from django.views.generic import TemplateView
 from chat.api.auth import LoginView, LogoutView
 from chat.api.chat import InboxView
 from chat.api.schema_views import DocsView, SchemaView
-from chat.gates import HUMAN_AUTHENTICATION, HUMAN_GATES, SIGN_IN_GATES
 from chat.routes import api_routes, bind
 from chat.views import admin_sign_in, console, page
+from human.gates import HUMAN_AUTHENTICATION, HUMAN_GATES, SIGN_IN_GATES
 
 handler400 = "chat.views.bad_request"
 handler404 = "chat.views.not_found"
@@ -26,7 +26,7 @@ urlpatterns = [
         authentication=HUMAN_AUTHENTICATION,
         gates=HUMAN_GATES,
     ),
-    path("api/schema", SchemaView.as_view(urlconf="mosaic.urls"), name="schema"),
+    path("api/schema", SchemaView.as_view(urlconf="human.urls"), name="schema"),
     path("api/docs", DocsView.as_view(url_name="schema"), name="api-docs"),
     path("signin", page(TemplateView.as_view(template_name="signin.html")), name="signin"),
     # Before admin's own routes: its sign-in is throttled as the Console's is.

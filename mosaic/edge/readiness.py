@@ -22,7 +22,7 @@ from channels.layers import get_channel_layer
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.migrations.executor import MigrationExecutor
 
-logger = logging.getLogger("mosaic.readiness")
+logger = logging.getLogger("mosaic.edge.readiness")
 
 # Longer than the database pool's wait (MOSAIC_DB_POOL_TIMEOUT, 2 s): a pool that cannot hand
 # out a connection fails the check on its own terms first.

@@ -45,13 +45,13 @@ _REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 STATIC_ROUTE = "static"
 UNMATCHED_ROUTE = "unmatched"
 # The paths answered at the edge, before any route is matched, each its own route: the probes
-# (`mosaic.health`) and the ops listener's metrics (`mosaic.ops`).
+# (`mosaic.edge.health`) and the ops listener's metrics (`mosaic.ops`).
 HEALTHZ = "/healthz"
 READYZ = "/readyz"
 METRICS = "/metrics"
 EDGE_ROUTES = frozenset({HEALTHZ, READYZ, METRICS})
 
-# Observers of each ended request (`mosaic.metrics` counts them), called with its fields.
+# Observers of each ended request (`mosaic.edge.metrics` counts them), called with its fields.
 observers: list[Callable[[dict[str, Any]], None]] = []
 
 
@@ -133,7 +133,7 @@ def _write_line(kind: str, scope: Scope, mark: dict[str, Any], listener: str) ->
 
 def log_refused_by_server(scope: Scope, status: int, listener: str) -> None:
     """The line of a request the server refused before any listener's app ran
-    (`mosaic.body_limit`): the same fields, a new request id."""
+    (`mosaic.edge.body_limit`): the same fields, a new request id."""
     mark = {"status": status, "started": time.monotonic(), "request_id": request_id_of(scope)}
     _write_line("http", scope, mark, listener)
 

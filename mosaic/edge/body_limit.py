@@ -2,7 +2,7 @@
 
 daphne hands an HTTP request to the application only once Twisted has read all of its body, and
 Twisted spools a body declared over 100 kB to a temporary file while it reads. The listeners'
-own guard (`mosaic.listeners.capped_body`) could only refuse after the whole upload was in. So
+own guard (`mosaic.edge.listener.capped_body`) could only refuse after the whole upload was in. So
 the server's request class refuses first:
 
 - a declared `Content-Length` over MOSAIC_REQUEST_MAX_BYTES as soon as the headers are in,
@@ -11,7 +11,7 @@ the server's request class refuses first:
   passed it (64 KiB, Twisted's socket read).
 
 Either gets the usual JSON `too-large` 413 with `Connection: close`, is logged as every request
-is (`mosaic.access_log`), and the connection closes: nothing more is read. A body within the
+is (`mosaic.edge.access_log`), and the connection closes: nothing more is read. A body within the
 limit is kept in memory, never in a file.
 
 Twisted would also parse form posts (`multipart/form-data`, urlencoded) before daphne sees them,
@@ -32,8 +32,8 @@ from django.conf import settings
 
 from broker import refusals
 from chat.errors import STATUS, body
-from mosaic.access_log import log_refused_by_server
-from mosaic.listeners import listener_at
+from mosaic.edge.access_log import log_refused_by_server
+from mosaic.edge.ports import listener_at
 
 
 def too_large_response(limit: int) -> bytes:

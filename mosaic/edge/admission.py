@@ -1,7 +1,7 @@
 """Whether a request arriving now is admitted to the HTTP workers, or refused at once.
 
 A pure policy: no threads, no clock of its own (every call is given `now`), so that it can be
-tested step by step. `mosaic.handler.WorkerPool` asks it at each arrival, tells it when a job
+tested step by step. `mosaic.edge.handler.WorkerPool` asks it at each arrival, tells it when a job
 starts on a worker and when it ends, and does only the dispatching.
 
 Two rules refuse, both at arrival, so that a refused request is told at once instead of after
