@@ -50,7 +50,7 @@ check-code: $(STAMP)
 	$(VENV)/bin/mypy
 	$(PY) manage.py makemigrations --check --dry-run
 
-# The suite on TEST_WORKERS processes (pytest-xdist; tests/workers.py keeps them apart):
+# The suite on TEST_WORKERS processes (pytest-xdist; tests/support/workers.py keeps them apart):
 # `make suite TEST_WORKERS=0` runs it in one.
 TEST_WORKERS ?= 2
 suite: $(STAMP) $(LITELLM_STAMP)
@@ -62,13 +62,13 @@ model-check: $(STAMP) $(MODEL_STAMP)
 	$(PY) -m pytest -m model -rP --durations=0
 
 mutants: $(STAMP)
-	$(PY) tests/mutants.py
+	$(PY) tests/support/mutants.py
 
 # mutmut over the broker's policy and access modules and the listeners' gates and guards, in a
 # scratch copy of the project (docs/security.md, Mutation testing).
 
 mutation: $(STAMP)
-	$(PY) tests/mutation_run.py
+	$(PY) tests/support/mutation_run.py
 
 # Benchmarks beside a typical Channels app (docs/benchmarks.md): full run under 15 minutes,
 # rewriting that file; the quick run (SQLite, in-memory layer) under 2 minutes, printing only.

@@ -11,9 +11,9 @@ import pytest
 
 from broker.actors import Actor
 from broker.models import Business, Instance, RoleDefinition
-from tests.model_servers import LiteLLMPeer, litellm_peer
+from tests.support.model_servers import LiteLLMPeer, litellm_peer
 
-pytest_plugins = ["tests.listener_fixtures", "pytester"]
+pytest_plugins = ["tests.support.listener_fixtures", "pytester"]
 
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -200,8 +200,8 @@ def django_db_modify_db_settings(
 
 @pytest.fixture(scope="session")
 def litellm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiteLLMPeer]:
-    """The LiteLLM proxy (tests/model_servers.py), shared by the runner's tests and the end to
-    end ones; it fails (never skips) when it cannot start."""
+    """The LiteLLM proxy (tests/support/model_servers.py), shared by the runner's tests and the
+    end to end ones; it fails (never skips) when it cannot start."""
     with ExitStack() as stack:
         try:
             peer = stack.enter_context(litellm_peer(tmp_path_factory.mktemp("litellm")))

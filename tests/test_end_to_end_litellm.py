@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from tests.console.server import LiveServer
-from tests.end_to_end import (
+from tests.support.end_to_end import (
     Frame,
     Side,
     assert_stopped_without_reply,
@@ -29,7 +29,7 @@ from tests.end_to_end import (
     stop_mid_stream,
     turns_named,
 )
-from tests.model_servers import SLOW_PIECES, LiteLLMPeer
+from tests.support.model_servers import SLOW_PIECES, LiteLLMPeer
 
 MODEL = "slow-upstream"
 REPLY = "".join(SLOW_PIECES)

@@ -25,7 +25,7 @@ import pytest
 from websockets.asyncio.client import ClientConnection
 
 from tests.console.server import LiveServer
-from tests.end_to_end import (
+from tests.support.end_to_end import (
     WAIT_SECONDS,
     Frame,
     Side,
@@ -41,7 +41,7 @@ from tests.end_to_end import (
     stop_mid_stream,
     turn_record,
 )
-from tests.model_servers import LlamaServer
+from tests.support.model_servers import LlamaServer
 
 pytestmark = pytest.mark.model
 

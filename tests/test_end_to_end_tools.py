@@ -17,7 +17,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.console.server import LiveServer
-from tests.end_to_end import (
+from tests.support.end_to_end import (
     Frame,
     Side,
     read_quiet,
@@ -28,7 +28,7 @@ from tests.end_to_end import (
     sockets,
     turn_record,
 )
-from tests.model_servers import ACTING_REPLY, LiteLLMPeer
+from tests.support.model_servers import ACTING_REPLY, LiteLLMPeer
 
 
 @pytest.fixture(scope="module")

@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 from tests.console.server import LiveServer
-from tests.end_to_end import serve_with_model
-from tests.model_servers import LlamaServer
-from tests.tester.suite_runs import run_testassistant, write_suite
+from tests.support.end_to_end import serve_with_model
+from tests.support.model_servers import LlamaServer
+from tests.support.suite_runs import run_testassistant, write_suite
 
 pytestmark = pytest.mark.model
 

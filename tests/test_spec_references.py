@@ -1,6 +1,6 @@
 """The contract's ids resolve: every rule id and `SPEC §` section that code or tests cite has
-its anchor in `docs/spec.md`, every mutant of `tests/mutants.py` has its row there, and every
-file the contract names exists.
+its anchor in `docs/spec.md`, every mutant of `tests/support/mutants.py` has its row there, and
+every file the contract names exists.
 
 A citation is a rule id as a whole word — `R`, `L`, `T`, `W`, `B` or `M` and a number without a
 leading zero (`R12`, `L3`, `M17`) — or a section, `§N` or `§N.M`. A section counts as the
@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.mutants import MUTANTS
+from tests.support.mutants import MUTANTS
 
 ROOT = Path(__file__).resolve().parent.parent
 SPEC = ROOT / "docs" / "spec.md"

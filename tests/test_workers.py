@@ -1,4 +1,4 @@
-"""The suite's workers keep apart (tests/workers.py)."""
+"""The suite's workers keep apart (tests/support/workers.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import os
 
 from django.conf import settings
 
-from tests.workers import redis_url_for_worker
+from tests.support.workers import redis_url_for_worker
 
 
 def test_each_worker_takes_the_redis_database_after_the_configured_one_by_its_index() -> None:

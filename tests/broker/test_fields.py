@@ -10,7 +10,7 @@ from broker.actors import Actor
 from broker.models import Event, Message, Project, Thread
 from broker.refusals import Refusal
 from tests.broker import factories
-from tests.names import REFUSED_NAMES
+from tests.support.names import REFUSED_NAMES
 
 BIDI = [chr(code) for code in (*range(0x202A, 0x202F), *range(0x2066, 0x206A))]
 # Names that show nothing: zero-width space, word joiner, byte order mark, soft hyphen,

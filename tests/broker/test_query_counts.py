@@ -21,7 +21,7 @@ from broker import actions, selectors
 from broker.actors import Actor
 from broker.models import Instance, Message, MessageClass, Project, Thread, ThreadClaim, TrailRow
 from tests.broker import factories
-from tests.listeners import ListenerClient
+from tests.support.listeners import ListenerClient
 
 FEW = 10
 MANY = 300

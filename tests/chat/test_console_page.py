@@ -9,9 +9,8 @@ import pytest
 from django.db import OperationalError
 
 from mosaic.management.commands.serve import OneLineCommandLine
-from tests.listeners import TESTER, ListenerClient
-
-from ..listener_fixtures import signed_in_staff
+from tests.support.listener_fixtures import signed_in_staff
+from tests.support.listeners import TESTER, ListenerClient
 
 
 def test_console_without_a_session_is_the_sign_in_form(anonymous_client: ListenerClient) -> None:

@@ -12,7 +12,7 @@ from broker.models import Business
 from chat.errors import close_code
 from tests.broker import factories
 from tests.chat.test_consumers import frames, socket
-from tests.listeners import TESTER
+from tests.support.listeners import TESTER
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

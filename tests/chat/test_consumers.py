@@ -18,8 +18,8 @@ from broker.actors import Actor
 from broker.models import Business
 from chat.errors import close_code
 from tests.broker import factories
-from tests.listeners import HUMAN, TESTER, application
 from tests.runner.conftest import wait_for_async
+from tests.support.listeners import HUMAN, TESTER, application
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -55,7 +55,7 @@ def socket(
 
 def sign_in() -> dict[str, str]:
     """A real session of the business's human, as the browser would hold it."""
-    from tests.listeners import ListenerClient
+    from tests.support.listeners import ListenerClient
 
     User.objects.create_user("ada", password=PASSWORD)
     client = ListenerClient(HUMAN)
@@ -299,7 +299,7 @@ def test_bad_frame_gets_error_frame_and_socket_lives_on(world, frame: str, code:
 
 def test_sign_out_closes_the_sessions_sockets(world) -> None:
     """A consumer never outlives its user's sign-out."""
-    from tests.listeners import ListenerClient
+    from tests.support.listeners import ListenerClient
 
     User.objects.create_user("ada", password=PASSWORD)
     client = ListenerClient(HUMAN)

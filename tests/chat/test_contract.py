@@ -14,7 +14,7 @@ from broker.refusals import Refusal
 from chat import errors
 from human.gates import HUMAN_GATES, SIGN_IN_GATES
 from tester.gates import TESTER_GATES
-from tests.listeners import ListenerClient
+from tests.support.listeners import ListenerClient
 
 PROJECT = {"id", "name", "created_at", "creator"}
 THREAD = {

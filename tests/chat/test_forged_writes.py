@@ -8,7 +8,7 @@ from collections.abc import Callable
 import pytest
 
 from broker.models import Message, Project, Thread, ThreadClaim, ThreadOpen
-from tests.listeners import HUMAN, TESTER, ListenerClient
+from tests.support.listeners import HUMAN, TESTER, ListenerClient
 
 # Each forgery: what it changes in an otherwise legitimate write, and the listeners it applies to.
 FORGERIES: dict[str, tuple[tuple[str, ...], dict[str, str | None]]] = {

@@ -9,7 +9,7 @@ import pytest
 from django.test import override_settings
 
 from broker.models import Project
-from tests.listeners import HUMAN, TESTER, raw_request
+from tests.support.listeners import HUMAN, TESTER, raw_request
 
 BODY = json.dumps({"name": "spoofed"}).encode()
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from broker.models import IdempotentWrite, Message, Project, Thread
-from tests.listeners import ListenerClient
+from tests.support.listeners import ListenerClient
 
 
 def test_repeated_write_with_key_returns_first_answer_and_stores_nothing(

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from broker.models import TrailRow
-from tests.listeners import ListenerClient
+from tests.support.listeners import ListenerClient
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.listeners import HUMAN, ListenerClient
+from tests.support.listeners import HUMAN, ListenerClient
 
 # What `str.isdigit()` or `int()` would take and no id is: superscript two, Arabic-Indic
 # three, fullwidth one, an underscore, a sign, spaces, a decimal point, a newline, 19 digits.

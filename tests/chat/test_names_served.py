@@ -15,7 +15,7 @@ import pytest
 from tester.suites.client import TesterClient
 from tests.console.api import LiveApi
 from tests.console.server import HUMAN_USERNAME, PASSWORD, LiveServer, serving
-from tests.names import REFUSED_NAMES
+from tests.support.names import REFUSED_NAMES
 
 LISTENERS = ("human", "tester")
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from tests.listener_routes import routes
-from tests.listeners import HUMAN, ListenerClient
+from tests.support.listener_routes import routes
+from tests.support.listeners import HUMAN, ListenerClient
 
 NOT_SERVED = ("POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 

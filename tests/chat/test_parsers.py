@@ -6,8 +6,8 @@ import pytest
 
 from broker.models import Message, Project, Thread
 from chat.api.parsers import DEPTH_MAX
-from tests.listener_routes import routes
-from tests.listeners import HUMAN, TESTER, ListenerClient
+from tests.support.listener_routes import routes
+from tests.support.listeners import HUMAN, TESTER, ListenerClient
 
 DEEP = b"[" * 2000
 

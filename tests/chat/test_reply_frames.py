@@ -20,7 +20,7 @@ from broker.models import Business, Message, MessageClass
 from chat.api import shapes
 from tests.broker import factories
 from tests.chat.test_consumers import frames, socket
-from tests.listeners import TESTER
+from tests.support.listeners import TESTER
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -196,7 +196,7 @@ def test_drafts_of_a_tester_thread_never_reach_the_humans_sockets(
 ) -> None:
     """R1, R20: drafts go to the thread's owner only; the human's trail shows no draft."""
     from tests.chat.test_consumers import sign_in
-    from tests.listeners import HUMAN
+    from tests.support.listeners import HUMAN
 
     tester, run, thread = world["tester"], world["run"], world["thread"]
     turn = actions.send_to_thread(tester, thread_id=thread.pk, body="hello").message

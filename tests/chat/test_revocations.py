@@ -25,7 +25,7 @@ from chat import revocations
 from chat.errors import close_code
 from tests.broker import factories
 from tests.chat.test_consumers import PASSWORD, frames, sign_in, socket
-from tests.listeners import HUMAN, ListenerClient
+from tests.support.listeners import HUMAN, ListenerClient
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -40,7 +40,7 @@ from schemathesis.specs.openapi.checks import (
 
 from chat.errors import STATUS
 from chat.routes import ROUTES
-from tests.listeners import HUMAN, TESTER, ListenerClient
+from tests.support.listeners import HUMAN, TESTER, ListenerClient
 
 EXAMPLES = int(os.environ.get("MOSAIC_FUZZ_EXAMPLES", "10"))
 MIN_CASES = int(os.environ.get("MOSAIC_FUZZ_MIN_CASES", "0"))

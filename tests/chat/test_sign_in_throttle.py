@@ -9,7 +9,7 @@ import httpx
 import pytest
 from django.contrib.auth.models import User
 
-from tests.listeners import HUMAN, ListenerClient
+from tests.support.listeners import HUMAN, ListenerClient
 
 PASSWORD = "correct horse battery"
 

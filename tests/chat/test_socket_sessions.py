@@ -19,7 +19,7 @@ from broker.models import Business
 from chat.errors import close_code
 from tests.broker import factories
 from tests.chat.test_consumers import PASSWORD, frames, sign_in, socket
-from tests.listeners import HUMAN
+from tests.support.listeners import HUMAN
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

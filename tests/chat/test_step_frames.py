@@ -16,7 +16,7 @@ from broker.steps import ToolCall
 from tests.broker import factories
 from tests.chat.test_consumers import frames, socket
 from tests.chat.test_reply_frames import quiet
-from tests.listeners import TESTER
+from tests.support.listeners import TESTER
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 
 from tests.cluster.websocket import connect
-from tests.listeners import write_headers
+from tests.support.listeners import write_headers
 
 
 class Api:

@@ -159,7 +159,7 @@ class TcpProxy:
 class FakeModel:
     """An OpenAI-compatible chat completions endpoint on loopback. A turn whose text holds
     `[slow]` is held until its client goes away (the run was cancelled) and then counted in
-    `abandoned`; one that holds `[hold]` is streamed (`tests.revocation_scenario`'s pieces),
+    `abandoned`; one that holds `[hold]` is streamed (`tests.support.revocation_scenario`'s pieces),
     held after its first words (`holding`) until `release`; every other turn is answered at
     once."""
 
@@ -219,9 +219,9 @@ def _handler(model: FakeModel) -> type[BaseHTTPRequestHandler]:
 
         def stream_held(self, name: str) -> None:
             """The suite's streamed answer, held after its first words until `release`."""
-            from tests.model_servers import FakeModel as StreamingModel
-            from tests.model_servers import write_event
-            from tests.revocation_scenario import HOLD_AFTER, PIECES
+            from tests.support.model_servers import FakeModel as StreamingModel
+            from tests.support.model_servers import write_event
+            from tests.support.revocation_scenario import HOLD_AFTER, PIECES
 
             events = StreamingModel(pieces=PIECES).stream_events(name, None, include_usage=False)
             self.protocol_version = "HTTP/1.1"

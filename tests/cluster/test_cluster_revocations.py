@@ -2,7 +2,7 @@
 socket lives: the socket is on human listener B; the sign-out is made on listener A,
 the other revocations by `manage.py shell` processes of their own, each reaching B through
 Redis. The reply streams from the cluster's fake model, held until the revocation has returned
-(`tests.revocation_scenario`)."""
+(`tests.support.revocation_scenario`)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from tests.cluster.clients import Api
 from tests.cluster.conftest import PASSWORD, SERVICES, Cluster
 from tests.cluster.services import HOLD
 from tests.console.server import ROOT
-from tests.revocation_scenario import revoked_while_streaming
+from tests.support.revocation_scenario import revoked_while_streaming
 
 pytestmark = SERVICES
 

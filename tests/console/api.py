@@ -6,7 +6,7 @@ from typing import Any
 
 import httpx
 
-from tests.listeners import write_headers
+from tests.support.listeners import write_headers
 
 
 class LiveApi:

@@ -15,7 +15,7 @@ from tests.console.api import LiveApi
 from tests.console.assistant import MODEL_NAME, assistant_settings
 from tests.console.browser import LAUNCH_ARGS, require_chromium
 from tests.console.server import HUMAN_USERNAME, PASSWORD, LiveServer, serving
-from tests.model_servers import FakeModel, serve_fake_model
+from tests.support.model_servers import FakeModel, serve_fake_model
 
 # How long an expectation waits: generous, since the suite runs on two workers beside the
 # servers and browsers they start, and a wait only lasts this long when a test fails.

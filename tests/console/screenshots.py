@@ -20,7 +20,7 @@ from tests.console.conftest import TIMEOUT_MS, sign_in
 from tests.console.pages import create_project, create_thread, send, sign_in_admin
 from tests.console.server import PASSWORD, ROOT, LiveServer, serving
 from tests.console.suite_runs import store_history
-from tests.model_servers import FakeModel, serve_fake_model
+from tests.support.model_servers import FakeModel, serve_fake_model
 
 SIZES = {"desktop": (1440, 900), "phone": (390, 844)}
 REPLY = """Here is **the plan** for the release:

@@ -24,7 +24,7 @@ from tests.console.pages import (
 )
 from tests.console.server import LiveServer
 from tests.console.suite_runs import store_history
-from tests.model_servers import FakeModel
+from tests.support.model_servers import FakeModel
 
 AXE = Path(__file__).parent / "vendor" / "axe.min.js"
 BLOCKING = ("serious", "critical")

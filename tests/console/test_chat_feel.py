@@ -28,7 +28,7 @@ from tests.console.api import LiveApi
 from tests.console.conftest import DESKTOP, PHONE, TIMEOUT_MS, OpenConsole
 from tests.console.pages import create_project, create_thread, messages, send, unique
 from tests.console.server import HUMAN_USERNAME, PASSWORD, LiveServer
-from tests.model_servers import FakeModel
+from tests.support.model_servers import FakeModel
 
 # A reply long enough to fill the log several times over at either size.
 LONG_REPLY = "\n\n".join(

@@ -21,7 +21,7 @@ from tests.console.assistant import assistant_settings
 from tests.console.conftest import OpenConsole
 from tests.console.pages import create_project, create_thread, messages, send, trail, unique
 from tests.console.server import LiveServer, serving
-from tests.model_servers import FakeModel
+from tests.support.model_servers import FakeModel
 
 WITH_REVIEWER = """
 [business]

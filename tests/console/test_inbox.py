@@ -12,7 +12,7 @@ from tests.console.api import LiveApi
 from tests.console.conftest import OpenConsole
 from tests.console.pages import create_project, create_thread, messages, unique
 from tests.console.server import HUMAN_USERNAME, PASSWORD, LiveServer
-from tests.model_servers import FakeModel
+from tests.support.model_servers import FakeModel
 
 
 def thread_choice(page: Page, name: str) -> Locator:

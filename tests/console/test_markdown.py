@@ -11,7 +11,7 @@ from playwright.sync_api import Locator, Page, Request, expect
 
 from tests.console.conftest import OpenConsole
 from tests.console.pages import create_project, create_thread, messages, send, unique
-from tests.model_servers import FakeModel
+from tests.support.model_servers import FakeModel
 
 REPLY = """Here is **the plan**, in *short*:
 

@@ -14,7 +14,7 @@ from playwright.sync_api import Locator, Page, Request, expect
 
 from tests.console.conftest import DESKTOP, PHONE, OpenConsole
 from tests.console.pages import create_project, create_thread, messages, send, unique
-from tests.model_servers import FakeModel
+from tests.support.model_servers import FakeModel
 
 # Words long enough that a phone's column cannot hold them unbroken.
 WIDE_TABLE = "".join(

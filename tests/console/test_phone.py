@@ -8,7 +8,7 @@ from playwright.sync_api import Page, expect
 
 from tests.console.conftest import PHONE, OpenConsole
 from tests.console.pages import create_project, create_thread, messages, send, unique
-from tests.model_servers import FakeModel
+from tests.support.model_servers import FakeModel
 
 TAP_PX = 44
 CONTROLS = "button, a[href], input, textarea, select, [role='tab']"

@@ -10,7 +10,7 @@ from playwright.sync_api import Locator, Page, expect
 
 from tests.console.conftest import OpenConsole
 from tests.console.pages import create_project, create_thread, messages, send, unique
-from tests.model_servers import FakeModel
+from tests.support.model_servers import FakeModel
 
 # Seconds between two streamed words: a reply of LONG_WORDS words takes a while to write.
 SLOW_CHUNK_SECONDS = 0.4

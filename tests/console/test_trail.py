@@ -19,7 +19,7 @@ from tests.console.pages import (
     trail_rows,
     unique,
 )
-from tests.model_servers import FakeModel
+from tests.support.model_servers import FakeModel
 
 
 def test_trail_folds_claim_rows_names_threads_and_labels_console_sends(

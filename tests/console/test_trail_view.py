@@ -27,7 +27,7 @@ from tests.console.pages import (
     unique,
 )
 from tests.console.server import HUMAN_USERNAME, PASSWORD, LiveServer
-from tests.model_servers import FakeModel
+from tests.support.model_servers import FakeModel
 
 SIZES = [pytest.param(DESKTOP, id="desktop"), pytest.param(PHONE, id="phone")]
 

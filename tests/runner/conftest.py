@@ -15,7 +15,7 @@ from runner.backends import Draft, Reply, TurnCancelled, TurnTools
 from runner.backends.offline import OfflineBackend
 from runner.service import Runner
 from runner.turns import Turn
-from tests.model_servers import FakeModel, serve_fake_model
+from tests.support.model_servers import FakeModel, serve_fake_model
 
 LEASE = 1.0
 

@@ -37,7 +37,7 @@ from runner.backends.chat_completions import ChatCompletionsBackend
 from runner.backends.failures import MESSAGE_LIMIT, retry_after_seconds
 from runner.backends.offline import OfflineBackend
 from runner.turns import TESTER_LINE, Entry, Turn
-from tests.model_servers import FakeModel
+from tests.support.model_servers import FakeModel
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -1,7 +1,7 @@
 """The chat completions backend against a real peer: the LiteLLM proxy, started once for the
 session on a free port (SPEC §7.1: streaming, failures classified, what the server reported).
 
-Its models are LiteLLM's mocks and fake models the proxy relays (`tests/model_servers.py`,
+Its models are LiteLLM's mocks and fake models the proxy relays (`tests/support/model_servers.py`,
 `proxy_config`).
 
 LiteLLM that cannot start fails these tests; nothing here is skipped.
@@ -17,7 +17,8 @@ import pytest
 
 from runner.backends import Reply, ReplyFailed, TurnCancelled, no_drafts
 from runner.backends.chat_completions import ChatCompletionsBackend
-from tests.model_servers import (
+from tests.runner.test_backends import Tools, make_turn
+from tests.support.model_servers import (
     ACTING_REPLY,
     COOLDOWN,
     MOCK_REPLY,
@@ -25,7 +26,6 @@ from tests.model_servers import (
     SLOW_PIECES,
     LiteLLMPeer,
 )
-from tests.runner.test_backends import Tools, make_turn
 
 
 def backend(peer: LiteLLMPeer, model: str, *, idle_timeout: float = 10.0) -> ChatCompletionsBackend:

@@ -72,7 +72,7 @@ def test_nudges_beside_live_sockets_leave_the_sockets_their_layer(tester: Actor)
     from asgiref.sync import async_to_sync, sync_to_async
 
     from tests.chat.test_consumers import socket
-    from tests.listeners import TESTER
+    from tests.support.listeners import TESTER
 
     thread = factories.thread(tester, factories.project(tester), "beside the runner")
     woken = threading.Event()

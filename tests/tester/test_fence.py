@@ -6,8 +6,8 @@ import pytest
 
 from chat.routes import ROUTES
 from tester.gates import TESTER_WRITE_ROUTES, TESTER_WRITES
-from tests.listener_routes import routes
-from tests.listeners import TESTER, ListenerClient
+from tests.support.listener_routes import routes
+from tests.support.listeners import TESTER, ListenerClient
 
 READ_ONLY_ROUTES = [
     (route.replace("<id:thread_id>", "1"), name)

@@ -7,7 +7,7 @@ import logging
 import pytest
 
 from broker.models import Business, Message, Thread
-from tests.listeners import ListenerClient
+from tests.support.listeners import ListenerClient
 
 
 def test_w1_tester_chat_end_to_end_is_recorded_as_tester(

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.model_servers import JUDGE_VERDICT, LiteLLMPeer
+from tests.support.model_servers import JUDGE_VERDICT, LiteLLMPeer
+from tests.support.suite_runs import run_testassistant, write_suite
 from tests.tester.conftest import Served, human_left_alone
-from tests.tester.suite_runs import run_testassistant, write_suite
 
 SUITE = """
 name = "judged by litellm"

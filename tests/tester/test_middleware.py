@@ -8,8 +8,8 @@ from rest_framework.request import Request
 from rest_framework.test import APIRequestFactory
 
 from tester.gates import TESTER_WRITES, TesterFence
-from tests.listener_routes import routes
-from tests.listeners import TESTER, ListenerClient
+from tests.support.listener_routes import routes
+from tests.support.listeners import TESTER, ListenerClient
 
 WRITE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
 

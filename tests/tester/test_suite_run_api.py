@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from broker.models import Business, SuiteCase, SuiteRun
-from tests.listeners import ListenerClient
+from tests.support.listeners import ListenerClient
 
 RUN = {"id", "suites", "started_at", "ended_at", "baseline", "counts"}
 COUNTS = {"pass", "flaky", "fail", "error", "regressed"}

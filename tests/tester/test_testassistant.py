@@ -14,15 +14,15 @@ import pytest
 
 from broker.business_file import DEMO_FILE
 from tests.console.server import free_port
-from tests.model_servers import FakeModel, serve_fake_model
-from tests.tester.conftest import Served, human_left_alone
-from tests.tester.suite_runs import (
+from tests.support.model_servers import FakeModel, serve_fake_model
+from tests.support.suite_runs import (
     FAILING,
     GREETS,
     run_testassistant,
     run_testassistant_process,
     write_suite,
 )
+from tests.tester.conftest import Served, human_left_alone
 
 
 @pytest.fixture

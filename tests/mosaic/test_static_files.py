@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.conf import settings
 
-from tests.listeners import HUMAN, TESTER, raw_request
+from tests.support.listeners import HUMAN, TESTER, raw_request
 
 ESCAPES = [
     "/static/../x",

@@ -1,7 +1,7 @@
-"""`mosaic.edge.body_limit` byte by byte: the server's request class over an in-memory transport,
-with a limit small enough that a whole request arrives in one read.
+"""`mosaic.edge.body_limit` byte by byte: the server's request class over an in-memory transport, with
+a limit small enough that a whole request arrives in one read.
 
-The real-socket tests (tests/test_body_limit.py) prove the refusal against `manage.py serve`;
+The real-socket tests (tests/mosaic/test_body_limit.py) prove the refusal against `manage.py serve`;
 these pin what a socket cannot show exactly: how much of a body is kept, that a refused request
 whose body ends in the read that refused it never reaches the application, that the refusal is
 the connection's only answer, and that Django, next, spools no body within the limit either.
@@ -18,7 +18,7 @@ from twisted.internet.task import Clock
 from twisted.internet.testing import StringTransport
 
 from mosaic.edge.body_limit import BoundedHTTPFactory, BoundedRequest
-from tests.test_deploy import setting_in_a_process
+from tests.mosaic.test_deploy import setting_in_a_process
 
 LIMIT = 1000
 

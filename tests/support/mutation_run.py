@@ -26,7 +26,7 @@ import time
 import tokenize
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DETECTED = {"killed", "timeout"}
 COPY_IGNORE = shutil.ignore_patterns(
     ".venv",

@@ -9,7 +9,7 @@ import pytest
 from django.contrib.auth.models import User
 
 from mosaic.logs import JsonFormatter
-from tests.listeners import HUMAN, TESTER, ListenerClient
+from tests.support.listeners import HUMAN, TESTER, ListenerClient
 
 
 def request_records(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:

@@ -6,8 +6,8 @@ the whole suite against the copy, restores the file and verifies its checksum, a
 line per mutant: `Mn <what> killed` or `Mn <what> survived`. It exits non-zero unless every
 mutant is killed.
 
-    python tests/mutants.py            # every mutant
-    python tests/mutants.py M3 M7      # some of them
+    python tests/support/mutants.py            # every mutant
+    python tests/support/mutants.py M3 M7      # some of them
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 COPY_IGNORE = shutil.ignore_patterns(
     ".venv*", ".git", "__pycache__", "*.sqlite3*", ".mypy_cache", ".ruff_cache", "staticfiles"
 )
@@ -124,7 +124,7 @@ MUTANTS = (
                 "if False and any(\n            _normalised(name) == TESTER_HEADER",
             ),
         ),
-        suspects=("tests/chat/test_human_listener.py",),
+        suspects=("tests/human/test_listener.py",),
     ),
     Mutant(
         "M10",

@@ -9,8 +9,8 @@ from django.db.migrations.executor import MigrationExecutor
 
 import mosaic.edge.health
 import mosaic.edge.readiness
-from tests.listeners import HUMAN, TESTER, ListenerClient
-from tests.test_layers import LAYERS
+from tests.mosaic.test_layers import LAYERS
+from tests.support.listeners import HUMAN, TESTER, ListenerClient
 
 LISTENERS = [HUMAN, TESTER]
 

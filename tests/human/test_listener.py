@@ -11,9 +11,8 @@ from django.contrib.auth.models import User
 from django.test import override_settings
 
 from broker.models import Message, Project
-from tests.listeners import HUMAN, ListenerClient, application
-
-from ..listener_fixtures import PASSWORD
+from tests.support.listener_fixtures import PASSWORD
+from tests.support.listeners import HUMAN, ListenerClient, application
 
 
 @pytest.mark.parametrize("value", ["", "1", "tester"])

@@ -11,9 +11,9 @@ import httpx
 import pytest
 from django.contrib.auth.models import User
 
-from tests.listener_fixtures import signed_in_staff
-from tests.listener_routes import every_path
-from tests.listeners import HUMAN, TESTER, ListenerClient
+from tests.support.listener_fixtures import signed_in_staff
+from tests.support.listener_routes import every_path
+from tests.support.listeners import HUMAN, TESTER, ListenerClient
 
 SELF = "'self'"
 NONE = "'none'"

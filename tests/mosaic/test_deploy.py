@@ -13,9 +13,9 @@ import httpx
 import pytest
 from asgiref.sync import async_to_sync
 
-from tests.listeners import test_database_kept_open as database_kept_open
+from tests.support.listeners import test_database_kept_open as database_kept_open
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 HOST = "bus.example.com"
 PASSWORD = "correct horse battery"
 

@@ -17,7 +17,7 @@ import pytest
 import redis
 
 from tests.console.server import HUMAN_USERNAME, PASSWORD, LiveServer, serving
-from tests.listeners import write_headers
+from tests.support.listeners import write_headers
 
 MALLORY = "203.0.113.66"
 ADA_HOME = "198.51.100.7"

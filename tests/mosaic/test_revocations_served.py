@@ -1,8 +1,8 @@
 """An ended sign-in closes a streaming socket of `manage.py serve` at once.
 
 One server process, its assistant answered by the suite's fake model, which holds the reply's
-stream until the sign-in has ended (`tests.revocation_scenario`). Sign-out reaches the server
-through its own request; the ways that run in another process (`manage.py shell`,
+stream until the sign-in has ended (`tests.support.revocation_scenario`). Sign-out reaches the
+server through its own request; the ways that run in another process (`manage.py shell`,
 `clearsessions`) reach it through the shared channel layer, so they run in the Redis pass: an
 embedded server with the in-memory layer hears other processes' revocations only at its
 sockets' next check (docs/decisions/sessions-and-sign-in.md).
@@ -20,8 +20,8 @@ from chat.errors import close_code
 from tests.cluster.clients import Api
 from tests.console.assistant import MODEL_NAME, assistant_settings
 from tests.console.server import HUMAN_USERNAME, PASSWORD, LiveServer, serving
-from tests.model_servers import FakeModel, serve_fake_model
-from tests.revocation_scenario import HOLD_AFTER, PIECES, revoked_while_streaming
+from tests.support.model_servers import FakeModel, serve_fake_model
+from tests.support.revocation_scenario import HOLD_AFTER, PIECES, revoked_while_streaming
 
 NOT_AUTHENTICATED = close_code("not-authenticated")
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from broker.boot import started
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_started_puts_what_start_up_made_out_of_the_collectors_reach() -> None:

@@ -21,7 +21,7 @@ from broker.models import Business, Project
 from chat.errors import close_code
 from tests.broker import factories
 from tests.chat.test_consumers import frames, socket
-from tests.listeners import HUMAN, ListenerClient, raw_request
+from tests.support.listeners import HUMAN, ListenerClient, raw_request
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "proxy-secret-of-the-deployment"

@@ -1,7 +1,7 @@
 """The suite on several workers (pytest-xdist; `make suite` runs two): what keeps them apart.
 
-Loaded with `-p tests.workers` (pyproject's addopts), so it is imported before pytest-django reads
-the settings, in the controller and in every worker.
+Loaded with `-p tests.support.workers` (pyproject's addopts), so it is imported before
+pytest-django reads the settings, in the controller and in every worker.
 
 - **A Redis database each.** pytest-django gives each worker a test database of its own
   (`test_<name>_gw0`, …), numbered from 1 in both, so two workers' `thread-1` groups would meet in

@@ -6,7 +6,7 @@ import pytest
 from django.contrib.auth.models import User
 
 import broker.access
-from tests.listeners import HUMAN, TESTER, ListenerClient
+from tests.support.listeners import HUMAN, TESTER, ListenerClient
 
 PASSWORD = "correct horse battery"
 

@@ -17,7 +17,7 @@ from mosaic.edge.handler import WorkerPool
 from mosaic.edge.listener import http_handler
 from mosaic.edge.metrics import counted_sockets
 from mosaic.ops import build_ops_application
-from tests.listeners import (
+from tests.support.listeners import (
     HUMAN,
     TESTER,
     ListenerClient,

@@ -1,0 +1,2 @@
+"""What the tests are written with: helpers, fake servers and pytest plugins the tests and
+conftests import. No test lives here."""
