@@ -3,52 +3,17 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import ExitStack
-from typing import Any, TypeVar
 
 import pytest
 
 from broker.actors import Actor
-from broker.models import Business, Instance, RoleDefinition
+from broker.models import Business
+from tests.support.businesses import make_business
 from tests.support.model_servers import LiteLLMPeer, litellm_peer
 
 pytest_plugins = ["tests.support.listener_fixtures", "pytester"]
-
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def postgres_only(test: F) -> F:
-    """For points only PostgreSQL can show (TRUNCATE, its locks); the SQLite pass skips them."""
-    from django.db import connection
-
-    skip = pytest.mark.skipif(
-        connection.vendor != "postgresql", reason="runs in the PostgreSQL pass"
-    )
-    return pytest.mark.postgres(skip(test))
-
-
-def make_business(
-    slug: str,
-    *,
-    human: str,
-    tester_enabled: bool = True,
-    receive_from: tuple[str, ...] = ("human",),
-    send_to: tuple[str, ...] = ("human",),
-    cross_role: tuple[str, ...] = (),
-) -> Business:
-    """A business with one `assistant` instance whose role has the shipped lists."""
-    business = Business.objects.create(slug=slug, human=human, tester_enabled=tester_enabled)
-    role = RoleDefinition.objects.create(
-        business=business,
-        name="assistant",
-        receive_from=list(receive_from),
-        send_to=list(send_to),
-        cross_role=list(cross_role),
-    )
-    Instance.objects.create(business=business, name="assistant", role=role)
-    return business
 
 
 @pytest.fixture(scope="session", autouse=True)

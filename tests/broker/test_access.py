@@ -15,7 +15,7 @@ from broker.actors import Actor, ActorKind
 from broker.models import Business, Instance, Message, MessageClass, RoleDefinition
 from broker.refusals import Refusal
 from tests.broker import factories
-from tests.conftest import make_business
+from tests.support.businesses import make_business
 
 
 def refusal_code(call: Callable[[], Any]) -> str:

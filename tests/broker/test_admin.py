@@ -45,7 +45,7 @@ from broker.refusals import Refusal
 from broker.steps import ToolCall
 from broker.tools import offered_tools
 from tests.broker import factories
-from tests.conftest import make_business
+from tests.support.businesses import make_business
 
 ADMIN_USERNAME = "admin"  # pytest-django's admin_client signs in as this superuser
 

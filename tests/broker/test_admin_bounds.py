@@ -31,7 +31,7 @@ from broker.models import (
 )
 from tests.broker import factories
 from tests.broker.test_admin import add_messages
-from tests.conftest import postgres_only
+from tests.support.marks import postgres_only
 
 # The record's tables: each grows with the traffic, to millions of rows.
 BIG_TABLES = [Message, TrailRow, TurnProgress, ThreadClaim, ThreadOpen]

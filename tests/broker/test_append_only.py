@@ -33,7 +33,7 @@ from broker.models import (
     ThreadOpen,
     TrailRow,
 )
-from tests.conftest import postgres_only
+from tests.support.marks import postgres_only
 
 
 def refused(message: str) -> pytest.RaisesExc[IntegrityError]:

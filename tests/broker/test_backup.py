@@ -22,7 +22,6 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from tests.cluster.services import require_binary
-from tests.conftest import postgres_only
 from tests.console.api import LiveApi
 from tests.console.server import (
     LiveServer,
@@ -31,6 +30,7 @@ from tests.console.server import (
     is_postgres,
     serving,
 )
+from tests.support.marks import postgres_only
 
 # Turns the tester has sent before the backup starts: the copy must hold at least these.
 SENT_BEFORE_BACKUP = 20

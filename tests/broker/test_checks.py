@@ -15,7 +15,7 @@ from django.db import IntegrityError, connection, transaction
 
 from broker.boot import refuse_invalid_businesses
 from broker.models import Business, RoleDefinition
-from tests.conftest import make_business
+from tests.support.businesses import make_business
 
 
 @contextmanager

@@ -12,7 +12,7 @@ from broker.actors import Actor
 from broker.models import TrailKind, TrailRow
 from broker.refusals import Refusal
 from tests.broker import factories
-from tests.conftest import postgres_only
+from tests.support.marks import postgres_only
 
 
 @pytest.fixture

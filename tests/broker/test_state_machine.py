@@ -58,7 +58,7 @@ from broker.models import (
     TrailRow,
 )
 from broker.refusals import Refusal
-from tests.conftest import make_business
+from tests.support.businesses import make_business
 
 PROGRAMS = int(os.environ.get("MOSAIC_FUZZ_PROGRAMS", "20"))
 STEPS = int(os.environ.get("MOSAIC_FUZZ_STEPS", "30"))

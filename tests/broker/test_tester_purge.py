@@ -33,7 +33,7 @@ from broker.models import (
 )
 from tests.broker import factories
 from tests.broker.test_suite_runs import ended_run
-from tests.conftest import postgres_only
+from tests.support.marks import postgres_only
 
 # The rows of a thread the purge reaches, each by the column naming its thread.
 THREAD_TABLES: tuple[type[models.Model], ...] = (

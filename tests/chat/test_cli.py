@@ -24,8 +24,8 @@ from chat.management import cli_actor, cli_stream
 from chat.management.cli_format import message_line
 from chat.management.commands import follow
 from tests.broker import factories
-from tests.conftest import make_business
-from tests.runner.conftest import wait_for
+from tests.support.businesses import make_business
+from tests.support.waits import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -18,8 +18,8 @@ from broker.actors import Actor
 from broker.models import Business
 from chat.errors import close_code
 from tests.broker import factories
-from tests.runner.conftest import wait_for_async
 from tests.support.listeners import HUMAN, TESTER, application
+from tests.support.waits import wait_for_async
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

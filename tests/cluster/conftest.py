@@ -13,14 +13,11 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 
 import environ
 import pytest
 
 from tests.cluster.services import (
-    FakeModel,
     FakeModelServer,
     RedisServer,
     TcpProxy,
@@ -28,39 +25,10 @@ from tests.cluster.services import (
     wait_until,
 )
 from tests.console.server import ROOT, drop_scratch_database, free_port
+from tests.support.cluster import PASSWORD, Cluster
 
-PASSWORD = "cluster-demo-password"
 START_SECONDS = 120.0
 RUNNERS = 2
-
-# Every test here needs PostgreSQL and Redis: each module carries both marks.
-SERVICES = [pytest.mark.postgres, pytest.mark.redis]
-
-
-@dataclass
-class Cluster:
-    process: subprocess.Popen[bytes]
-    log: Path
-    human_urls: list[str]
-    tester_url: str
-    ops_url: str
-    pids: dict[str, int]
-    runner_names: list[str]
-    redis: RedisServer
-    database: TcpProxy
-    model: FakeModel
-
-    def output(self) -> str:
-        return self.log.read_text(errors="replace")
-
-    def alive(self, label: str) -> bool:
-        try:
-            os.kill(self.pids[label], 0)
-        except ProcessLookupError:
-            return False
-        # A zombie child of the supervisor has exited too.
-        state = Path(f"/proc/{self.pids[label]}/stat")
-        return not state.exists() or state.read_text().split()[2] != "Z"
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from tests.console.server import answers, free_port
-from tests.runner.conftest import wait_for
+from tests.support.waits import wait_for
 
 SLOW = "[slow]"
 HOLD = "[hold]"

@@ -15,9 +15,9 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.cluster.clients import Api, Follower
-from tests.cluster.conftest import PASSWORD, SERVICES, Cluster
 from tests.cluster.services import SLOW
 from tests.mosaic.test_body_limit import HUGE, connect, head, read_response
+from tests.support.cluster import PASSWORD, SERVICES, Cluster
 
 pytestmark = SERVICES
 

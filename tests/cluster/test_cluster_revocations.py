@@ -16,9 +16,9 @@ import pytest
 
 from chat.errors import close_code
 from tests.cluster.clients import Api
-from tests.cluster.conftest import PASSWORD, SERVICES, Cluster
 from tests.cluster.services import HOLD
 from tests.console.server import ROOT
+from tests.support.cluster import PASSWORD, SERVICES, Cluster
 from tests.support.revocation_scenario import revoked_while_streaming
 
 pytestmark = SERVICES

@@ -13,10 +13,10 @@ from typing import Any
 import httpx
 
 from tests.cluster.clients import Api, Follower
-from tests.cluster.conftest import SERVICES, Cluster
 from tests.cluster.services import wait_until
 from tests.cluster.test_cluster import human_on, project_id, wait_answered, ws
 from tests.cluster.websocket import HandshakeRefused, connect
+from tests.support.cluster import SERVICES, Cluster
 
 pytestmark = SERVICES
 

@@ -16,10 +16,10 @@ from playwright.sync_api import Browser, Page, expect, sync_playwright
 from tests.console.api import LiveApi
 from tests.console.assistant import MODEL_NAME, assistant_settings
 from tests.console.browser import LAUNCH_ARGS, require_chromium
-from tests.console.conftest import TIMEOUT_MS, sign_in
 from tests.console.pages import create_project, create_thread, send, sign_in_admin
 from tests.console.server import PASSWORD, ROOT, LiveServer, serving
 from tests.console.suite_runs import store_history
+from tests.support.console_pages import TIMEOUT_MS, sign_in
 from tests.support.model_servers import FakeModel, serve_fake_model
 
 SIZES = {"desktop": (1440, 900), "phone": (390, 844)}

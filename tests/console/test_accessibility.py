@@ -12,7 +12,6 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.console.api import LiveApi
-from tests.console.conftest import DESKTOP, PHONE, OpenConsole
 from tests.console.pages import (
     create_project,
     create_thread,
@@ -24,6 +23,7 @@ from tests.console.pages import (
 )
 from tests.console.server import LiveServer
 from tests.console.suite_runs import store_history
+from tests.support.console_pages import DESKTOP, PHONE, OpenConsole
 from tests.support.model_servers import FakeModel
 
 AXE = Path(__file__).parent / "vendor" / "axe.min.js"

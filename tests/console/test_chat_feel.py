@@ -25,9 +25,9 @@ from playwright.sync_api import FloatRect, Locator, Page, expect
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from tests.console.api import LiveApi
-from tests.console.conftest import DESKTOP, PHONE, TIMEOUT_MS, OpenConsole
 from tests.console.pages import create_project, create_thread, messages, send, unique
 from tests.console.server import HUMAN_USERNAME, PASSWORD, LiveServer
+from tests.support.console_pages import DESKTOP, PHONE, TIMEOUT_MS, OpenConsole
 from tests.support.model_servers import FakeModel
 
 # A reply long enough to fill the log several times over at either size.

@@ -7,7 +7,6 @@ import re
 from playwright.sync_api import expect
 
 from tests.console.api import LiveApi
-from tests.console.conftest import OpenConsole
 from tests.console.pages import (
     RECONNECT_MS,
     assert_not_reloaded,
@@ -21,6 +20,7 @@ from tests.console.pages import (
     unique,
 )
 from tests.console.server import HUMAN_USERNAME, PASSWORD, LiveServer
+from tests.support.console_pages import OpenConsole
 
 
 def test_b1_tester_console_shows_banner_and_sends_with_reply(open_console: OpenConsole) -> None:

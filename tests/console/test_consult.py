@@ -18,9 +18,9 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.console.assistant import assistant_settings
-from tests.console.conftest import OpenConsole
 from tests.console.pages import create_project, create_thread, messages, send, trail, unique
 from tests.console.server import LiveServer, serving
+from tests.support.console_pages import OpenConsole
 from tests.support.model_servers import FakeModel
 
 WITH_REVIEWER = """

@@ -8,9 +8,9 @@ from __future__ import annotations
 from playwright.sync_api import Browser, Route, expect
 
 from tests.console.api import LiveApi
-from tests.console.conftest import CSP_VIOLATION, REPORT_CSP_VIOLATIONS, OpenConsole
 from tests.console.pages import create_project, create_thread, sign_in_admin, unique
 from tests.console.server import LiveServer
+from tests.support.console_pages import CSP_VIOLATION, REPORT_CSP_VIOLATIONS, OpenConsole
 
 
 def with_inline_script(route: Route) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from playwright.sync_api import Page, expect
 
-from tests.console.conftest import OpenConsole
 from tests.console.pages import (
     assert_not_reloaded,
     create_project,
@@ -13,6 +12,7 @@ from tests.console.pages import (
     mark_page,
     unique,
 )
+from tests.support.console_pages import OpenConsole
 
 
 def place(page: Page) -> dict[str, str]:

@@ -9,9 +9,9 @@ import pytest
 from playwright.sync_api import Locator, Page, expect
 
 from tests.console.api import LiveApi
-from tests.console.conftest import OpenConsole
 from tests.console.pages import create_project, create_thread, messages, unique
 from tests.console.server import HUMAN_USERNAME, PASSWORD, LiveServer
+from tests.support.console_pages import OpenConsole
 from tests.support.model_servers import FakeModel
 
 

@@ -9,8 +9,8 @@ from urllib.parse import urlsplit
 
 from playwright.sync_api import Locator, Page, Request, expect
 
-from tests.console.conftest import OpenConsole
 from tests.console.pages import create_project, create_thread, messages, send, unique
+from tests.support.console_pages import OpenConsole
 from tests.support.model_servers import FakeModel
 
 REPLY = """Here is **the plan**, in *short*:

@@ -12,8 +12,8 @@ from urllib.parse import urlsplit
 import pytest
 from playwright.sync_api import Locator, Page, Request, expect
 
-from tests.console.conftest import DESKTOP, PHONE, OpenConsole
 from tests.console.pages import create_project, create_thread, messages, send, unique
+from tests.support.console_pages import DESKTOP, PHONE, OpenConsole
 from tests.support.model_servers import FakeModel
 
 # Words long enough that a phone's column cannot hold them unbroken.

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from playwright.sync_api import Page, expect
 
-from tests.console.conftest import PHONE, OpenConsole
 from tests.console.pages import create_project, create_thread, messages, send, unique
+from tests.support.console_pages import PHONE, OpenConsole
 from tests.support.model_servers import FakeModel
 
 TAP_PX = 44

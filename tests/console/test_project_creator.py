@@ -7,9 +7,9 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.console.api import LiveApi
-from tests.console.conftest import OpenConsole
 from tests.console.pages import unique
 from tests.console.test_accessibility import violations
+from tests.support.console_pages import OpenConsole
 
 
 def test_human_console_project_list_tags_the_testers_project(

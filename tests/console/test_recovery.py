@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from playwright.sync_api import Locator, Page, expect
 
-from tests.console.conftest import OpenConsole, sign_in
 from tests.console.pages import RECONNECT_MS, create_project, create_thread, messages, send, unique
 from tests.console.server import LiveServer
+from tests.support.console_pages import OpenConsole, sign_in
 
 # The bound: the signed-out card within 5 s of the server answering again.
 SIGNED_OUT_MS = 5_000

@@ -8,8 +8,8 @@ import re
 
 from playwright.sync_api import Locator, Page, expect
 
-from tests.console.conftest import OpenConsole
 from tests.console.pages import create_project, create_thread, messages, send, unique
+from tests.support.console_pages import OpenConsole
 from tests.support.model_servers import FakeModel
 
 # Seconds between two streamed words: a reply of LONG_WORDS words takes a while to write.

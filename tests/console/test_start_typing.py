@@ -11,10 +11,10 @@ import re
 import pytest
 from playwright.sync_api import Locator, Page, Request, Route, expect
 
-from tests.console.conftest import DESKTOP, PHONE, OpenConsole
 from tests.console.pages import create_project, create_thread, messages, send, unique
 from tests.console.server import PASSWORD, LiveServer
 from tests.console.test_accessibility import violations
+from tests.support.console_pages import DESKTOP, PHONE, OpenConsole
 
 SIZES = {"desktop": DESKTOP, "phone": PHONE}
 # Feedback is "next to" its control when its box starts within this many pixels of the

@@ -19,11 +19,11 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Locator, Page, WebSocketRoute, expect
 
-from tests.console.conftest import DESKTOP, PHONE, OpenConsole
 from tests.console.pages import create_project, create_thread, messages, send, trail, unique
 from tests.console.server import LiveServer, serving
 from tests.console.test_accessibility import violations
 from tests.console.test_chat_feel import expect_last_line_shown
+from tests.support.console_pages import DESKTOP, PHONE, OpenConsole
 
 TITLE = "book the photographer"
 TASK_TURN = f"task: {TITLE}"

@@ -12,11 +12,11 @@ import pytest
 from playwright.sync_api import Locator, Page, Request, expect
 
 from tests.console.api import LiveApi
-from tests.console.conftest import PHONE, OpenConsole
 from tests.console.pages import create_project, messages, unique
 from tests.console.server import LiveServer
 from tests.console.suite_runs import HOSTILE, History, store_history, store_run
 from tests.console.test_phone import small_targets
+from tests.support.console_pages import PHONE, OpenConsole
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ import re
 
 from playwright.sync_api import expect
 
-from tests.console.conftest import OpenConsole
 from tests.console.pages import (
     create_project,
     create_thread,
@@ -19,6 +18,7 @@ from tests.console.pages import (
     trail_rows,
     unique,
 )
+from tests.support.console_pages import OpenConsole
 from tests.support.model_servers import FakeModel
 
 

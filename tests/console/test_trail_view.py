@@ -15,7 +15,6 @@ import pytest
 from playwright.sync_api import Locator, Page, expect
 
 from tests.console.api import LiveApi
-from tests.console.conftest import DESKTOP, PHONE, OpenConsole
 from tests.console.pages import (
     create_project,
     create_thread,
@@ -27,6 +26,7 @@ from tests.console.pages import (
     unique,
 )
 from tests.console.server import HUMAN_USERNAME, PASSWORD, LiveServer
+from tests.support.console_pages import DESKTOP, PHONE, OpenConsole
 from tests.support.model_servers import FakeModel
 
 SIZES = [pytest.param(DESKTOP, id="desktop"), pytest.param(PHONE, id="phone")]

@@ -20,13 +20,13 @@ from django.db import connection
 
 from broker import refusals
 from broker.models import Instance, Message, Project, Thread
-from mosaic.edge.handler import Overloaded, WorkerPool
 from human.listener import build_human_application
+from mosaic.edge.handler import Overloaded, WorkerPool
 from mosaic.edge.listener import http_handler
-from tests.conftest import make_business
-from tests.runner.conftest import wait_for_async
+from tests.support.businesses import make_business
 from tests.support.listener_fixtures import PASSWORD
 from tests.support.listeners import HUMAN, RawAnswer, call, http_scope, write_headers
+from tests.support.waits import wait_for_async
 
 ORIGIN = "http://127.0.0.1:7332"
 

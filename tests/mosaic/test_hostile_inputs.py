@@ -22,7 +22,7 @@ from broker.models import Message, Project, Thread, ThreadOpen
 from mosaic.edge.sockets import websocket_routes
 from tests.broker import factories
 from tests.chat.test_consumers import frames, socket
-from tests.conftest import make_business
+from tests.support.businesses import make_business
 from tests.support.listener_routes import Route, routes
 from tests.support.listeners import HUMAN, TESTER, ListenerClient, application
 from tests.support.listeners import test_database_kept_open as database_kept_open

@@ -18,8 +18,9 @@ from broker.models import Business, ClaimEnd, Message, ReplyState, Step, ThreadC
 from runner.backends.chat_completions import ChatCompletionsBackend
 from tests.broker import factories
 from tests.broker.test_consult import add_reviewer
-from tests.runner.conftest import GatedBackend, wait_for
 from tests.support.model_servers import FakeModel
+from tests.support.runners import GatedBackend
+from tests.support.waits import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -17,8 +17,8 @@ from runner.backends.chat_completions import ChatCompletionsBackend
 from runner.backends.offline import OfflineBackend
 from runner.service import Runner
 from tests.broker import factories
-from tests.runner.conftest import wait_for
 from tests.runner.test_backends import Tools, make_turn
+from tests.support.waits import wait_for
 
 
 def test_instance_settings_override_the_process_settings_key_by_key(settings, monkeypatch) -> None:

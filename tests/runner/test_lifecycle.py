@@ -22,7 +22,8 @@ from runner.backends import Draft, Reply, ReplyFailed, TurnCancelled, TurnTools
 from runner.prompt import STOPPED_NOTE, prompt_messages
 from runner.turns import Turn
 from tests.broker import factories
-from tests.runner.conftest import LEASE, wait_for
+from tests.support.runners import LEASE
+from tests.support.waits import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

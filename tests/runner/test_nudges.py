@@ -12,7 +12,7 @@ from broker.actors import Actor
 from broker.models import Message
 from runner.nudges import LayerNudges
 from tests.broker import factories
-from tests.runner.conftest import wait_for
+from tests.support.waits import wait_for
 
 
 @pytest.mark.django_db(transaction=True)

@@ -30,7 +30,8 @@ from broker.actors import Actor
 from broker.models import Business, Message, RoleDefinition, Step, Task, ThreadClaim
 from runner.backends.chat_completions import ChatCompletionsBackend
 from tests.broker import factories
-from tests.runner.conftest import LEASE, wait_for, wait_until_looked_again
+from tests.support.runners import LEASE, wait_until_looked_again
+from tests.support.waits import wait_for
 
 
 def database_url() -> str:

@@ -16,7 +16,7 @@ from broker.models import Thread
 from runner.retention import PURGE_EVERY, DailyTesterPurge
 from runner.service import Runner
 from tests.broker import factories
-from tests.runner.conftest import wait_for
+from tests.support.waits import wait_for
 
 
 class Clock:

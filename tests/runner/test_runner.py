@@ -18,7 +18,8 @@ from broker.refusals import Refusal
 from runner.backends.chat_completions import ChatCompletionsBackend
 from runner.pending import pending_messages
 from tests.broker import factories
-from tests.runner.conftest import LEASE, wait_for, wait_until_looked_again
+from tests.support.runners import LEASE, wait_until_looked_again
+from tests.support.waits import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -20,8 +20,8 @@ from broker.actors import Actor
 from broker.models import Instance, Message, Step, Task, ThreadClaim
 from runner.backends.chat_completions import ChatCompletionsBackend
 from tests.broker import factories
-from tests.runner.conftest import wait_for
 from tests.support.model_servers import FakeModel
+from tests.support.waits import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

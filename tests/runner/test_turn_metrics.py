@@ -12,7 +12,8 @@ from broker.actors import Actor
 from runner.backends import Draft, Reply, TurnTools
 from runner.turns import Turn
 from tests.broker import factories
-from tests.runner.conftest import LEASE, wait_for
+from tests.support.runners import LEASE
+from tests.support.waits import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.console.server import ROOT, free_port
-from tests.tester.conftest import Served, human_left_alone
+from tests.support.served import Served, human_left_alone
 
 # The pytest the plugin is tried with: the one this suite pins.
 PYTEST = next(

@@ -22,8 +22,8 @@ import pytest
 from tester.suites.judge import GRADER, USER_PLAYER
 from tests.console.server import serving
 from tests.support.model_servers import FakeModel, serve_fake_model
+from tests.support.served import Served, human_left_alone, served
 from tests.support.suite_runs import Ran, run_testassistant, write_suite
-from tests.tester.conftest import Served, human_left_alone, served
 
 BUSINESS = """
 [business]

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from tests.support.model_servers import JUDGE_VERDICT, LiteLLMPeer
+from tests.support.served import Served, human_left_alone
 from tests.support.suite_runs import run_testassistant, write_suite
-from tests.tester.conftest import Served, human_left_alone
 
 SUITE = """
 name = "judged by litellm"

@@ -11,8 +11,8 @@ from collections.abc import Iterator
 import pytest
 
 from tests.console.server import ROOT
+from tests.support.served import Served, human_left_alone
 from tests.support.suite_runs import FAILING, GREETS, write_suite
-from tests.tester.conftest import Served, human_left_alone
 
 CONFTEST = 'pytest_plugins = ["tester.suites.pytest_plugin"]\n'
 

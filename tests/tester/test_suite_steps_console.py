@@ -11,9 +11,9 @@ import pytest
 from playwright.sync_api import Browser, expect, sync_playwright
 
 from tests.console.browser import LAUNCH_ARGS, require_chromium
-from tests.console.conftest import TIMEOUT_MS
+from tests.support.console_pages import TIMEOUT_MS
+from tests.support.served import Served
 from tests.support.suite_runs import run_testassistant, write_suite
-from tests.tester.conftest import Served
 from tests.tester.test_suite_steps_live import BOOKED, STEP
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.served import Served, human_left_alone
 from tests.support.suite_runs import run_testassistant, write_suite
-from tests.tester.conftest import Served, human_left_alone
 from tests.tester.test_pytest_plugin import live as plugin_live  # noqa: F401  (fixture)
 from tests.tester.test_pytest_plugin import run as run_plugin
 

@@ -15,6 +15,7 @@ import pytest
 from broker.business_file import DEMO_FILE
 from tests.console.server import free_port
 from tests.support.model_servers import FakeModel, serve_fake_model
+from tests.support.served import Served, human_left_alone
 from tests.support.suite_runs import (
     FAILING,
     GREETS,
@@ -22,7 +23,6 @@ from tests.support.suite_runs import (
     run_testassistant_process,
     write_suite,
 )
-from tests.tester.conftest import Served, human_left_alone
 
 
 @pytest.fixture

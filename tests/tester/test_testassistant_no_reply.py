@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.served import WAIT_SECONDS, Served, human_left_alone
 from tests.support.suite_runs import Ran, run_testassistant, write_suite
-from tests.tester.conftest import WAIT_SECONDS, Served, human_left_alone
 
 SILENT = """
 name = "silent"
