@@ -17,7 +17,7 @@ from runner.backends.chat_completions import ChatCompletionsBackend
 from runner.backends.offline import OfflineBackend
 from runner.service import Runner
 from tests.broker import factories
-from tests.runner.test_backends import Tools, make_turn
+from tests.support.turns import Tools, make_turn
 from tests.support.waits import wait_for
 
 

@@ -17,7 +17,6 @@ import pytest
 
 from runner.backends import Reply, ReplyFailed, TurnCancelled, no_drafts
 from runner.backends.chat_completions import ChatCompletionsBackend
-from tests.runner.test_backends import Tools, make_turn
 from tests.support.model_servers import (
     ACTING_REPLY,
     COOLDOWN,
@@ -26,6 +25,7 @@ from tests.support.model_servers import (
     SLOW_PIECES,
     LiteLLMPeer,
 )
+from tests.support.turns import Tools, make_turn
 
 
 def backend(peer: LiteLLMPeer, model: str, *, idle_timeout: float = 10.0) -> ChatCompletionsBackend:

@@ -1,432 +1,46 @@
-"""The runner and its expectations over a stand-in listener and a stand-in judge (pure: no
-server, no model)."""
+"""The runner (`tester.suites.runner`): verdicts, plans, and test runs over a stand-in listener
+and a stand-in judge (pure: no server, no model)."""
 
 from __future__ import annotations
 
-import re
 import threading
-from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
-from tester.suites.client import ListenerError, Outcome, Reply, TesterClient
-from tester.suites.expectations import (
-    Checked,
-    Failure,
-    check_conversation,
-    check_turn,
-    first_failure,
-)
-from tester.suites.files import (
-    Case,
-    ConversationExpect,
-    Expect,
-    Simulate,
-    Suite,
-    Turn,
-    load_suite,
-)
-from tester.suites.judge import Judge, JudgeError, Verdict, Vote
-from tester.suites.matchers import NoJson, json_of
+from tester.suites.client import ListenerError, Outcome
+from tester.suites.expectations import Failure
+from tester.suites.files import Case, Expect, Simulate, Suite, Turn
+from tester.suites.judge import JudgeError, Vote
 from tester.suites.runner import (
     ERROR,
     FAIL,
     FLAKY,
     HALTED,
     PASS,
-    CaseReport,
-    Judges,
     Problem,
     Repeat,
     TestRun,
     plans,
-    run_plan,
     run_plans,
     selected,
     verdict_of,
+)
+from tests.support.stand_ins import (
+    StandIn,
+    StandInJudge,
+    StandInThread,
+    answered,
+    client_of,
+    run_one,
+    unanswered,
+    write_suite,
 )
 
 # How long a stand-in waits for what should already have happened: only a broken runner
 # waits this long, and then the test fails.
 WAIT = 10.0
-
-
-def answered(
-    body: str, *, seconds: float = 1.0, first_token: float = 0.5, **recorded: Any
-) -> Outcome:
-    reply = Reply(
-        body=body,
-        message={"id": 2, "body": body, **recorded},
-        seconds=seconds,
-        first_token_seconds=first_token,
-    )
-    return Outcome(turn={"id": 1}, reply=reply, state="answered", failure=None, seconds=seconds)
-
-
-def unanswered(state: str, failure: str | None = None) -> Outcome:
-    return Outcome(turn={"id": 1}, reply=None, state=state, failure=failure, seconds=2.0)
-
-
-# --- expectations -----------------------------------------------------------------------------
-
-FENCED = 'Here it is:\n```json\n{"name": "Ada", "age": 36}\n```\nAnything else?'
-TWO_FENCED = '```json\n{"a": 1}\n```\nor\n```json\n{"a": 2}\n```'
-SCHEMA = {
-    "type": "object",
-    "required": ["name", "age"],
-    "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
-}
-NO_JSON = "the reply is JSON, or its only fenced code block is"
-
-
-@pytest.mark.parametrize(
-    ("expect", "came", "failure"),
-    [
-        # contains / not_contains / matches, as before
-        (Expect(), answered("hi"), None),
-        (Expect(contains=("a", "b")), answered("a b"), None),
-        (Expect(contains=("a", "z")), answered("a b"), Failure("the reply contains 'z'", "a b")),
-        (
-            Expect(not_contains=("b",)),
-            answered("a b"),
-            Failure("the reply does not contain 'b'", "a b"),
-        ),
-        (Expect(matches=re.compile("^a")), answered("a b"), None),
-        (
-            Expect(matches=re.compile("^b")),
-            answered("a b"),
-            Failure("the reply matches '^b'", "a b"),
-        ),
-        # icontains
-        (Expect(icontains=("HELLO", "ada")), answered("Hello, Ada"), None),
-        (
-            Expect(icontains=("hello", "bob")),
-            answered("Hello, Ada"),
-            Failure("the reply contains 'bob', in any case", "Hello, Ada"),
-        ),
-        # equals: the reply's surrounding whitespace does not count
-        (Expect(equals="42"), answered(" 42\n"), None),
-        (Expect(equals=" 42 "), answered("42"), None),
-        (Expect(equals="42"), answered("42."), Failure("the reply is '42'", "42.")),
-        # not_matches
-        (Expect(not_matches=re.compile("(?i)sorry")), answered("Done."), None),
-        (
-            Expect(not_matches=re.compile("(?i)sorry")),
-            answered("Sorry, no."),
-            Failure("the reply does not match '(?i)sorry'", "Sorry, no."),
-        ),
-        # json: the whole reply, or its one fenced code block
-        (Expect(json=True), answered('{"a": 1}'), None),
-        (Expect(json=True), answered(FENCED), None),
-        (
-            Expect(json=True),
-            answered("no json here"),
-            Failure(
-                NO_JSON,
-                "not JSON (Expecting value), and 0 fenced code blocks, not one: no json here",
-            ),
-        ),
-        (
-            Expect(json=True),
-            answered(TWO_FENCED),
-            Failure(
-                NO_JSON,
-                f"not JSON (Expecting value), and 2 fenced code blocks, not one: {TWO_FENCED}",
-            ),
-        ),
-        (
-            Expect(json=True),
-            answered("```\n{nope}\n```"),
-            Failure(
-                NO_JSON,
-                "its fenced code block is not JSON (Expecting property name enclosed in double "
-                "quotes): ```\n{nope}\n```",
-            ),
-        ),
-        # json_schema: implies json
-        (Expect(json_schema=SCHEMA), answered(FENCED), None),
-        (
-            Expect(json_schema=SCHEMA),
-            answered('{"name": "Ada", "age": "36"}'),
-            Failure(
-                "the reply's JSON matches its json_schema", "at age: '36' is not of type 'integer'"
-            ),
-        ),
-        (
-            Expect(json_schema=SCHEMA),
-            answered('{"name": "Ada"}'),
-            Failure(
-                "the reply's JSON matches its json_schema",
-                "at the top: 'age' is a required property",
-            ),
-        ),
-        (
-            Expect(json_schema=SCHEMA),
-            answered("Ada, 36"),
-            Failure(
-                NO_JSON,
-                "not JSON (Expecting value), and 0 fenced code blocks, not one: Ada, 36",
-            ),
-        ),
-        # timings
-        (Expect(max_seconds=2), answered("hi", seconds=2.0), None),
-        (
-            Expect(max_seconds=2),
-            answered("hi", seconds=2.5),
-            Failure("the whole reply within 2 s", "it took 2.50 s"),
-        ),
-        (Expect(max_first_token_seconds=0.5), answered("hi", first_token=0.5), None),
-        (
-            Expect(max_first_token_seconds=0.5),
-            answered("hi", first_token=1.25),
-            Failure("the first token within 0.5 s", "the first token came after 1.25 s"),
-        ),
-        # what the backend recorded: tokens, model, finish reason
-        (
-            Expect(max_completion_tokens=5),
-            answered("hi", usage={"prompt_tokens": 9, "completion_tokens": 5}),
-            None,
-        ),
-        (
-            Expect(max_completion_tokens=5),
-            answered("hi", usage={"prompt_tokens": 9, "completion_tokens": 6}),
-            Failure("at most 5 completion tokens", "6 completion tokens"),
-        ),
-        (
-            Expect(max_completion_tokens=5),
-            answered("hi"),
-            Failure("at most 5 completion tokens", "the backend recorded no token usage"),
-        ),
-        (
-            Expect(max_completion_tokens=5),
-            answered("hi", usage={"prompt_tokens": 9}),
-            Failure("at most 5 completion tokens", "the backend recorded no token usage"),
-        ),
-        (Expect(model="qwen"), answered("hi", model="qwen"), None),
-        (
-            Expect(model="qwen"),
-            answered("hi", model="llama"),
-            Failure("model 'qwen'", "model 'llama'"),
-        ),
-        (
-            Expect(model="qwen"),
-            answered("hi"),
-            Failure("model 'qwen'", "the backend recorded no model"),
-        ),
-        (Expect(finish_reason="stop"), answered("hi", finish_reason="stop"), None),
-        (
-            Expect(finish_reason="stop"),
-            answered("hi", finish_reason="length"),
-            Failure("finish_reason 'stop'", "finish_reason 'length'"),
-        ),
-        (
-            Expect(finish_reason="stop"),
-            answered("hi"),
-            Failure("finish_reason 'stop'", "the backend recorded no finish_reason"),
-        ),
-        # no reply, and reply = false
-        (
-            Expect(within=2),
-            unanswered("pending"),
-            Failure("a reply within 2 s", "no reply within 2 s (the turn is pending)"),
-        ),
-        (
-            Expect(),
-            unanswered("failed", "the model server refused the key"),
-            Failure("a reply within 30 s", "the turn failed: the model server refused the key"),
-        ),
-        (Expect(), unanswered("stopped"), Failure("a reply within 30 s", "the turn was stopped")),
-        (Expect(reply=False), unanswered("working"), None),
-        (Expect(reply=False), unanswered("stopped"), None),
-        (Expect(reply=False), unanswered("failed", "x"), None),
-        (Expect(reply=False, within=5), answered("hi"), Failure("no reply within 5 s", "hi")),
-    ],
-)
-def test_check_turn_names_the_first_unmet_expectation(
-    expect: Expect, came: Outcome, failure: Failure | None
-) -> None:
-    assert check_turn(expect, came) == Checked(failure)
-
-
-def test_first_failure_checks_in_the_files_order() -> None:
-    """Text before JSON before timings before what was recorded: the first in that order is
-    the one reported."""
-    expect = Expect(icontains=("ada",), json=True, max_seconds=1, model="qwen", not_contains=("{",))
-    reply = answered('{"x": 1}', seconds=5).reply
-    assert reply is not None
-    assert first_failure(expect, reply) == Failure("the reply does not contain '{'", '{"x": 1}')
-    assert first_failure(Expect(json=True, max_seconds=1, model="q"), reply) == Failure(
-        "the whole reply within 1 s", "it took 5.00 s"
-    )
-
-
-@pytest.mark.parametrize(
-    ("body", "data"),
-    [
-        ('{"a": [1, 2]}', {"a": [1, 2]}),
-        ("  [1, 2]\n", [1, 2]),
-        ("Sure:\n```json\n[1, 2]\n```", [1, 2]),
-        ('Sure:\n```\n"text"\n```\nDone.', "text"),
-    ],
-)
-def test_json_of_reads_the_reply_or_its_lone_fenced_block(body: str, data: Any) -> None:
-    assert json_of(body) == data
-
-
-@pytest.mark.parametrize("body", ["Ada", TWO_FENCED, "```json\n{'a': 1}\n```", "```json {} ```"])
-def test_json_of_without_json_raises_no_json(body: str) -> None:
-    with pytest.raises(NoJson):
-        json_of(body)
-
-
-class StandInJudge:
-    """The judge as the runner sees it: each call takes the next scripted verdict (or raises the
-    next scripted `JudgeError`); `asked` records every call."""
-
-    def __init__(
-        self,
-        *,
-        grades: Sequence[bool | JudgeError] = (),
-        goals: Sequence[bool | JudgeError] = (),
-        turns: Sequence[str | JudgeError] = (),
-    ) -> None:
-        self.grades = list(grades)
-        self.goals = list(goals)
-        self.turns = list(turns)
-        self.asked: list[tuple[str, Any]] = []
-
-    @staticmethod
-    def verdict(scripted: bool | JudgeError, reason: str) -> Verdict:
-        if isinstance(scripted, JudgeError):
-            raise scripted
-        return Verdict(scripted, (Vote(scripted, reason),))
-
-    def grade_reply(self, rubric: str, transcript: Any) -> Verdict:
-        self.asked.append(("grade_reply", (rubric, list(transcript))))
-        return self.verdict(self.grades.pop(0), f"reply {'good' if self.grades else 'last'}")
-
-    def grade_conversation(self, rubric: str, transcript: Any) -> Verdict:
-        self.asked.append(("grade_conversation", (rubric, list(transcript))))
-        return self.verdict(self.grades.pop(0), "conversation")
-
-    def goal_met(self, *, persona: str, goal: str, transcript: Any) -> Verdict:
-        self.asked.append(("goal_met", len(transcript)))
-        return self.verdict(self.goals.pop(0), f"goal after {len(transcript) // 2} turns")
-
-    def user_turn(self, *, persona: str, goal: str, transcript: Any) -> str:
-        self.asked.append(("user_turn", len(transcript)))
-        said = self.turns.pop(0) if self.turns else f"user turn {len(transcript) // 2 + 1}"
-        if isinstance(said, JudgeError):
-            raise said
-        return said
-
-
-def as_judge(judge: StandInJudge) -> Judge:
-    return cast(Judge, judge)
-
-
-TRANSCRIPT = [("user", "hi"), ("assistant", "Hello, Ada.")]
-
-
-def test_check_turn_asks_the_judge_last_and_passes_with_its_votes() -> None:
-    judge = StandInJudge(grades=[True])
-    checked = check_turn(
-        Expect(contains=("Ada",), judge="Greets by name."),
-        answered("Hello, Ada."),
-        transcript=TRANSCRIPT,
-        judge=as_judge(judge),
-    )
-    assert checked == Checked(None, (Vote(True, "reply last"),))
-    assert judge.asked == [("grade_reply", ("Greets by name.", TRANSCRIPT))]
-
-
-def test_check_turn_judge_failing_says_why_and_keeps_the_reply() -> None:
-    judge = StandInJudge(grades=[False])
-    checked = check_turn(
-        Expect(judge="Greets by name."),
-        answered("Hello."),
-        transcript=TRANSCRIPT,
-        judge=as_judge(judge),
-    )
-    assert checked == Checked(
-        Failure(
-            "the judge passes it (Greets by name.)",
-            "the judge failed it: reply last — the reply: Hello.",
-        ),
-        (Vote(False, "reply last"),),
-    )
-
-
-@pytest.mark.parametrize(
-    ("expect", "came"),
-    [
-        (Expect(contains=("Bob",), judge="Greets by name."), answered("Hello, Ada.")),
-        (Expect(max_seconds=1, judge="Greets by name."), answered("Hello, Ada.", seconds=3)),
-        (Expect(judge="Greets by name."), unanswered("stopped")),
-    ],
-)
-def test_check_turn_failed_before_the_judge_does_not_ask_it(expect: Expect, came: Outcome) -> None:
-    """The judge is the slow, costly check: never asked about a reply already failed."""
-    judge = StandInJudge(grades=[True])
-    checked = check_turn(expect, came, transcript=TRANSCRIPT, judge=as_judge(judge))
-    assert (checked.failure is not None, checked.votes, judge.asked) == (True, (), [])
-
-
-def test_check_turn_judge_error_is_raised() -> None:
-    judge = StandInJudge(grades=[JudgeError("the judge at x answered 500")])
-    with pytest.raises(JudgeError, match="answered 500"):
-        check_turn(Expect(judge="r"), answered("hi"), transcript=TRANSCRIPT, judge=as_judge(judge))
-
-
-@pytest.mark.parametrize(
-    ("expect", "seconds", "grades", "checked"),
-    [
-        (ConversationExpect(), [9.0], [], Checked(None)),
-        (ConversationExpect(max_turn_seconds=2), [1.0, 2.0], [], Checked(None)),
-        (
-            ConversationExpect(max_turn_seconds=2),
-            [1.0, 2.5, 9.0],
-            [],
-            Checked(Failure("every reply within 2 s", "turn 2 took 2.50 s")),
-        ),
-        (
-            ConversationExpect(judge="Polite."),
-            [1.0],
-            [True],
-            Checked(None, (Vote(True, "conversation"),)),
-        ),
-        (
-            ConversationExpect(judge="Polite."),
-            [1.0],
-            [False],
-            Checked(
-                Failure(
-                    "the judge passes the conversation (Polite.)",
-                    "the judge failed it: conversation",
-                ),
-                (Vote(False, "conversation"),),
-            ),
-        ),
-        # A turn too slow: the judge is not asked (its one scripted verdict is left over).
-        (
-            ConversationExpect(judge="Polite.", max_turn_seconds=1),
-            [3.0],
-            [True],
-            Checked(Failure("every reply within 1 s", "turn 1 took 3.00 s")),
-        ),
-    ],
-)
-def test_check_conversation_checks_each_turns_time_then_asks_the_judge(
-    expect: ConversationExpect, seconds: list[float], grades: list[bool], checked: Checked
-) -> None:
-    judge = StandInJudge(grades=grades)
-    found = check_conversation(
-        expect, transcript=TRANSCRIPT, seconds=seconds, judge=as_judge(judge)
-    )
-    assert found == checked
-    assert len(judge.asked) == (1 if checked.votes else 0)
 
 
 # --- verdicts ---------------------------------------------------------------------------------
@@ -533,55 +147,6 @@ def test_selected_keeps_cases_whose_suite_and_name_contain_the_keyword() -> None
 
 
 # --- running over a stand-in listener ---------------------------------------------------------
-
-
-class StandInThread:
-    def __init__(self, client: StandIn, name: str, instance: str | None, number: int) -> None:
-        self.client = client
-        self.name = name
-        self.id = number
-        self.instance = instance or "assistant"
-
-    def __enter__(self) -> StandInThread:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        pass
-
-    def ask(self, body: str, *, within: float) -> Outcome:
-        with self.client.lock:
-            self.client.sent.append((self.id, body))
-        return self.client.answer(self, body)
-
-
-class StandIn:
-    """The listener as the runner sees it; `answer` says what each turn gets."""
-
-    def __init__(self, answer: Callable[[StandInThread, str], Outcome]) -> None:
-        self.answer = answer
-        self.threads: list[tuple[str, str | None]] = []
-        self.sent: list[tuple[int, str]] = []
-        self.projects: list[str] = []
-        self.lock = threading.Lock()
-
-    def project_id(self, name: str) -> int:
-        self.projects.append(name)
-        return 1
-
-    def new_thread(self, *, project: int, name: str, instance: str | None) -> StandInThread:
-        with self.lock:
-            self.threads.append((name, instance))
-            return StandInThread(self, name, instance, len(self.threads))
-
-
-def client_of(stand_in: StandIn) -> TesterClient:
-    return cast(TesterClient, stand_in)
-
-
-def write_suite(tmp_path: Path, text: str) -> Suite:
-    path = tmp_path / "s.suite.toml"
-    path.write_text(text, encoding="utf-8")
-    return load_suite(path, environ={})
 
 
 def cases_text(cases: int, turns: int = 1, repeat: int = 1) -> str:
@@ -767,22 +332,6 @@ SIMULATED = (
     f'name = "s"\nproject = "p"\n{JUDGE}\n[[cases]]\nname = "sim"\n\n[cases.simulate]\n'
     'persona = "a busy manager"\ngoal = "a task is created"\nmax_turns = 3\nwithin = 4\n'
 )
-
-
-class StandInJudges:
-    """`Judges` handing out one stand-in judge."""
-
-    def __init__(self, judge: StandInJudge) -> None:
-        self.judge = judge
-
-    def of(self, suite: Suite) -> Judge:
-        return as_judge(self.judge)
-
-
-def run_one(stand_in: StandIn, suite: Suite, judge: StandInJudge) -> CaseReport:
-    [plan] = plans([suite])
-    judges = cast(Judges, StandInJudges(judge))
-    return run_plan(client_of(stand_in), plan, project=1, judges=judges)
 
 
 def test_simulated_user_goal_met_on_turn_two_passes_with_two_turns(tmp_path: Path) -> None:

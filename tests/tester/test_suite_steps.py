@@ -21,13 +21,7 @@ from tester.suites.matchers import Failure
 from tester.suites.runner import PASS, CaseReport, Plan, Repeat, TestRun, TurnRecord
 from tester.suites.steps import Step, describe_step, steps_of
 from tester.suites.trajectories import ORDERS, steps_failure
-from tests.tester.test_suite_runner import (
-    StandIn,
-    StandInJudge,
-    StandInThread,
-    run_one,
-    write_suite,
-)
+from tests.support.stand_ins import StandIn, StandInJudge, StandInThread, run_one, write_suite
 
 BOOK = Step("create_task", {"title": "book the photographer"}, "refused", "invalid")
 SEND = Step("send_message", {"to": "ops", "body": "hi"}, "ok")
