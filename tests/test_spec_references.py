@@ -21,7 +21,7 @@ SPEC = ROOT / "docs" / "spec.md"
 
 # Where the product and its tests are written: Python in these packages, and the Console's
 # own scripts (`static/`, without the third-party libraries vendored there).
-PYTHON_PACKAGES = ("broker", "chat", "tester", "mosaic", "tests", "bench")
+PYTHON_PACKAGES = ("broker", "runner", "chat", "human", "tester", "mosaic", "tests", "bench")
 SCRIPT_DIRECTORIES = ("static",)
 VENDORED = "vendor"
 # This file writes citations without targets on purpose, to prove they are reported.
@@ -37,9 +37,8 @@ LABEL_REACH = 80
 
 ANCHOR = re.compile(r'<a id="([^"]+)"></a>')
 NUMBERED_HEADING = re.compile(r"^#{1,6}\s+([0-9]+(?:\.[0-9]+)*)\.?\s", re.MULTILINE)
-NAMED_FILE = re.compile(
-    r"`((?:broker|chat|tester|mosaic|tests|bench|static|templates|docs)/[\w./-]+\.(?:py|js|md|toml|html))`"
-)
+TOP_DIRECTORIES = "broker|runner|chat|human|tester|mosaic|tests|bench|static|templates|docs"
+NAMED_FILE = re.compile(rf"`((?:{TOP_DIRECTORIES})/[\w./-]+\.(?:py|js|md|toml|html))`")
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
-"""`mosaic.edge.body_limit` byte by byte: the server's request class over an in-memory transport, with
-a limit small enough that a whole request arrives in one read.
+"""`mosaic.edge.body_limit` byte by byte: the server's request class over an in-memory transport,
+with a limit small enough that a whole request arrives in one read.
 
 The real-socket tests (tests/mosaic/test_body_limit.py) prove the refusal against `manage.py serve`;
 these pin what a socket cannot show exactly: how much of a body is kept, that a refused request

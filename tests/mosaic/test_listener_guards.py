@@ -13,10 +13,9 @@ from django.conf import settings
 
 from broker import events
 from chat.errors import close_code
-from mosaic import listeners
-from mosaic.edge.body_limit import capped_body
-from mosaic.edge.listener import delivering_pushes
+from mosaic.edge.listener import capped_body, delivering_pushes
 from mosaic.edge.ports import by_port
+from tester import listener as tester_listener
 from tests.support.listeners import HUMAN, TESTER, application, raw_request
 
 
@@ -192,7 +191,7 @@ HTTP_SCOPE = {"type": "http", "method": "POST", "path": "/api/chat/projects"}
 @pytest.mark.parametrize(
     ("guard", "scope_type"),
     [
-        (listeners.tester_host_only, "lifespan"),
+        (tester_listener.tester_host_only, "lifespan"),
         (capped_body, "lifespan"),
         (capped_body, "websocket"),
     ],
@@ -228,7 +227,9 @@ def test_tester_listener_websocket_from_a_remote_client_is_refused(settings) -> 
         ],
         "client": ("203.0.113.9", 50000),
     }
-    sent = run_guard(listeners.tester_host_only(inner), scope, [{"type": "websocket.connect"}])
+    sent = run_guard(
+        tester_listener.tester_host_only(inner), scope, [{"type": "websocket.connect"}]
+    )
     assert sent == [
         {"type": "websocket.close", "code": close_code("host-refused"), "reason": "host-refused"}
     ]
@@ -247,7 +248,7 @@ def test_tester_listener_request_from_a_remote_client_is_refused_with_a_sentence
         "headers": [(b"host", f"127.0.0.1:{port}".encode())],
         "client": ("203.0.113.9", 50000),
     }
-    sent = run_guard(listeners.tester_host_only(inner), scope, [chunk(0, more=False)])
+    sent = run_guard(tester_listener.tester_host_only(inner), scope, [chunk(0, more=False)])
     assert sent[0]["status"] == 400
     answer = json.loads(sent[1]["body"])
     assert answer["error"] == "host-refused"
