@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import re
 import unicodedata
 
@@ -24,24 +25,74 @@ _ID = re.compile(ID_DIGITS)
 # the Hangul fillers and the blank Braille pattern. At either end of a name they are a space
 # by another name ("launch\u3164" beside "launch").
 FILLERS = frozenset("\u115f\u1160\u2800\u3164\uffa0")
-# Marks that show nothing: the combining grapheme joiner, the Khmer inherent vowels and the
-# variation selectors.
-_BLANK_MARKS = frozenset(
-    "\u034f\u17b4\u17b5" + "".join(chr(code) for code in range(0xFE00, 0xFE10))
+
+# Unicode's Default_Ignorable_Code_Point property: the code points a renderer shows as nothing
+# when it has no glyph for them (fillers, joiners, variation selectors, tags, the bidirectional
+# controls, and unassigned code points kept for more of the same). Python's `unicodedata` does
+# not carry the property, so its ranges are written here as Unicode 15.1's
+# DerivedCoreProperties.txt lists them, adjacent lines merged: 4,174 code points.
+DEFAULT_IGNORABLE: tuple[tuple[int, int], ...] = (
+    (0x00AD, 0x00AD),
+    (0x034F, 0x034F),
+    (0x061C, 0x061C),
+    (0x115F, 0x1160),
+    (0x17B4, 0x17B5),
+    (0x180B, 0x180F),
+    (0x200B, 0x200F),
+    (0x202A, 0x202E),
+    (0x2060, 0x206F),
+    (0x3164, 0x3164),
+    (0xFE00, 0xFE0F),
+    (0xFEFF, 0xFEFF),
+    (0xFFA0, 0xFFA0),
+    (0xFFF0, 0xFFF8),
+    (0x1BCA0, 0x1BCA3),
+    (0x1D173, 0x1D17A),
+    (0xE0000, 0xE0FFF),
 )
-_BLANK = FILLERS | _BLANK_MARKS
-# Unicode general categories: control, format, and the three kinds of combining mark.
+_IGNORABLE_STARTS = tuple(first for first, _ in DEFAULT_IGNORABLE)
+
+# Unicode general categories: control, format, the line and paragraph separators, and the three
+# kinds of combining mark.
 _CONTROL = "Cc"
 _FORMAT = "Cf"
 # The categories no name may hold anywhere, as a sentence names them.
-_UNSEEN_KINDS = {_CONTROL: "control", _FORMAT: "format"}
+_UNSEEN_KINDS = {
+    _CONTROL: "control characters",
+    _FORMAT: "format characters",
+    "Zl": "line separators",
+    "Zp": "paragraph separators",
+}
+# What a sentence calls a default-ignorable character of no category above.
+_IGNORABLE_KIND = "invisible characters"
 _COMBINING_MARKS = frozenset({"Mn", "Mc", "Me"})
 
 
+def default_ignorable(char: str) -> bool:
+    """Whether `char` has Unicode's Default_Ignorable_Code_Point property."""
+    code = ord(char)
+    index = bisect.bisect_right(_IGNORABLE_STARTS, code) - 1
+    return index >= 0 and code <= DEFAULT_IGNORABLE[index][1]
+
+
+def _unseen_kind(char: str) -> str | None:
+    """The kind of character, as a sentence names it in the plural, that no name may hold
+    anywhere; None for any other."""
+    kind = _UNSEEN_KINDS.get(unicodedata.category(char))
+    if kind is None and default_ignorable(char):
+        return _IGNORABLE_KIND
+    return kind
+
+
 def _shows_nothing(value: str) -> bool:
-    """Only whitespace, format characters (zero-width ones among them) and blanks."""
+    """Only whitespace, format characters (zero-width ones among them), the fillers and the
+    default-ignorable characters (variation selectors, the combining grapheme joiner …)."""
     return all(
-        char.isspace() or char in _BLANK or unicodedata.category(char) == _FORMAT for char in value
+        char.isspace()
+        or char in FILLERS
+        or default_ignorable(char)
+        or unicodedata.category(char) == _FORMAT
+        for char in value
     )
 
 
@@ -64,17 +115,19 @@ def name_problem(text: str, *, what: str) -> str | None:
 
     A name people pick things by must look like what it is: no control or format characters
     (zero-width ones, the byte order mark and the bidirectional controls are all format
-    characters, category Cf), no space of any kind at either end, no combining mark to start
-    it (it would join whatever stands before the name), something visible, and in Unicode
-    normal form C, so that one look is one name.
+    characters, category Cf), no line or paragraph separator, no default-ignorable character
+    (the Hangul fillers, variation selectors, the combining grapheme joiner, tags: each shows
+    as nothing), no space of any kind at either end, no combining mark to start it (it would
+    join whatever stands before the name), something visible, and in Unicode normal form C,
+    so that one look is one name.
     """
     if not text or _shows_nothing(text):
         return f"The {what} must not be empty or invisible."
     for position, char in enumerate(text, start=1):
-        kind = _UNSEEN_KINDS.get(unicodedata.category(char))
+        kind = _unseen_kind(char)
         if kind is not None:
             return (
-                f"The {what} must not contain {kind} characters such as "
+                f"The {what} must not contain {kind} such as "
                 f"{character_label(char)} (character {position})."
             )
     if _is_space(text[0]):
