@@ -1,8 +1,9 @@
 """Refusal codes to HTTP statuses, in one table, and the one error body: {"error", "detail"}.
 
 Every failure of the chat API leaves through `exception_handler` or `error_response`: broker
-refusals, the listener gates' refusals, DRF's own (parse errors, media types, methods), a
-database that is down. Nothing is answered with a bare 500.
+refusals, the listener gates' refusals, DRF's own (parse errors, media types, methods), a body
+Django could not parse (`chat.bodies`), a database that is down. Nothing is answered with a
+bare 500.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from rest_framework.views import set_rollback
 
 from broker import refusals
 from broker.refusals import Refusal
+from chat.bodies import unreadable_body_refusal
 
 logger = logging.getLogger("mosaic.chat")
 
@@ -109,6 +111,9 @@ def _code_and_detail(exc: Exception) -> tuple[str, str] | None:
     for kind, code in _DRF_CODES:
         if isinstance(exc, kind):
             return code, _sentence(exc)
+    unreadable = unreadable_body_refusal(exc)
+    if unreadable is not None:
+        return unreadable
     if isinstance(exc, (OperationalError, InterfaceError)):
         logger.warning("database unavailable: %s", exc.__class__.__name__)
         return refusals.UNAVAILABLE, "The service is unavailable; retry shortly."
@@ -135,6 +140,11 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     if found is None:
         return None
     code, detail = found
+    request = context.get("request")
+    if request is not None and unreadable_body_refusal(exc) is not None:
+        # As Django's own handler does: the body reads as empty from now on instead of failing
+        # again, so that the request's line can still name its user (L6).
+        request._request._mark_post_parse_error()
     set_rollback()
     headers = {}
     if code == refusals.UNAVAILABLE:

@@ -17,6 +17,7 @@ from rest_framework.exceptions import Throttled
 from broker import refusals
 from broker.access import access_human_actor
 from broker.refusals import Refusal
+from chat.bodies import unreadable_body_refusal
 from chat.errors import METHOD_NOT_ALLOWED, error_response, retry_after
 from chat.gates import proxy_username
 from chat.sign_in_throttle import address_of, check_sign_in_allowed
@@ -29,7 +30,10 @@ def not_found(request: HttpRequest, exception: Exception | None = None) -> JsonR
 
 
 def bad_request(request: HttpRequest, exception: Exception | None = None) -> JsonResponse:
-    return error_response(refusals.INVALID, "Bad request.")
+    # A body Django could not parse (admin's sign-in, a page's POST) says so.
+    return error_response(
+        *(unreadable_body_refusal(exception) or (refusals.INVALID, "Bad request."))
+    )
 
 
 def server_error(request: HttpRequest, *args: Any) -> JsonResponse:

@@ -357,7 +357,10 @@ LOGGING = {
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
         "json": {"()": "mosaic.logs.JsonFormatter"},
     },
-    "filters": {"quiet_disallowed_host": {"()": "mosaic.logs.QuietDisallowedHost"}},
+    "filters": {
+        "quiet_disallowed_host": {"()": "mosaic.logs.QuietDisallowedHost"},
+        "quiet_unreadable_body": {"()": "mosaic.logs.QuietUnreadableBody"},
+    },
     "handlers": {
         "console": {
             "class": "logging.StreamHandler",
@@ -370,5 +373,17 @@ LOGGING = {
     "loggers": {
         "mosaic": {"level": env.str("MOSAIC_LOG_LEVEL", default="INFO")},
         "django.security.DisallowedHost": {"filters": ["quiet_disallowed_host"]},
+        # A body Django could not parse (`chat.bodies.UNREADABLE_BODY`): a malformed multipart
+        # body is logged on `django.request`, the others on their `django.security` logger.
+        **{
+            logger: {"filters": ["quiet_unreadable_body"]}
+            for logger in (
+                "django.request",
+                "django.security.SuspiciousMultipartForm",
+                "django.security.TooManyFieldsSent",
+                "django.security.TooManyFilesSent",
+                "django.security.RequestDataTooBig",
+            )
+        },
     },
 }

@@ -1,13 +1,17 @@
-"""One log line per request, with a request id; JSON lines; a quiet refused Host."""
+"""One log line per request, with a request id; JSON lines; a quiet refused Host; a body Django
+cannot parse refused in one line, without a traceback."""
 
 from __future__ import annotations
 
 import json
 import logging
+from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.core.exceptions import SuspiciousOperation
 
+from chat.bodies import UNREADABLE, UNREADABLE_BODY
 from mosaic.logs import JsonFormatter
 from tests.support.listeners import HUMAN, TESTER, ListenerClient
 
@@ -129,3 +133,111 @@ def test_refused_host_is_one_warning_without_traceback(
     assert "Traceback" not in caplog.text
     assert len([r for r in caplog.records if r.levelno >= logging.WARNING]) == 1
     assert len(request_records(caplog)) == 1
+
+
+# Bodies Django's parse refuses (docs/decisions/hostile-inputs.md): a multipart part whose
+# headers never end (the parser gives up past 8 KiB), a multipart type without its boundary,
+# and a form of more fields than Django reads.
+UNREADABLE_BODIES = {
+    "multipart-garbage": ("multipart/form-data; boundary=x", b"--x\r\n" + b"A" * 9000),
+    "multipart-no-boundary": ("multipart/form-data", b"not a multipart body"),
+    "too-many-fields": (
+        "application/x-www-form-urlencoded",
+        b"&".join(b"f%d=1" % index for index in range(1200)),
+    ),
+}
+
+
+def post_unreadable(client: ListenerClient, path: str, body: str) -> Any:
+    content_type, content = UNREADABLE_BODIES[body]
+    return client.request("POST", path, content=content, headers={"Content-Type": content_type})
+
+
+def assert_one_line_without_traceback(caplog: pytest.LogCaptureFixture) -> None:
+    """The request's refusal is one WARNING line, beside the request's own line, and no record
+    carries a traceback."""
+    assert [r.exc_info for r in caplog.records if r.exc_info] == []
+    assert "Traceback" not in caplog.text
+    refusals = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert [(r.levelno, "\n" in r.getMessage()) for r in refusals] == [(logging.WARNING, False)]
+    assert len(request_records(caplog)) == 1
+
+
+@pytest.mark.parametrize("body", UNREADABLE_BODIES)
+@pytest.mark.parametrize("path", ["/signin", "/admin/login/"])
+def test_unreadable_body_from_anyone_is_one_line_without_traceback(
+    business, caplog: pytest.LogCaptureFixture, path: str, body: str
+) -> None:
+    """An anonymous client with the CSRF cookie any page hands out: Django parses the body for
+    the CSRF check, and its refusal was a 25-line traceback per request. Now the 400 says why,
+    and the log says it in one line."""
+    client = ListenerClient(HUMAN)
+    client.get("/admin/login/")
+    assert "csrftoken" in client.cookies
+    caplog.set_level(logging.INFO)
+    caplog.clear()
+
+    answer = post_unreadable(client, path, body)
+
+    assert answer.status_code == 400
+    assert answer.json() == {"error": "invalid", "detail": UNREADABLE}
+    assert_one_line_without_traceback(caplog)
+    (line,) = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert path in line.getMessage()
+
+
+@pytest.mark.parametrize("body", UNREADABLE_BODIES)
+def test_unreadable_body_to_a_chat_write_is_invalid_in_one_line(
+    human_client: ListenerClient,
+    human_thread_id: int,
+    caplog: pytest.LogCaptureFixture,
+    body: str,
+) -> None:
+    """SPEC §6: a signed-in human's chat write whose body Django cannot parse (the CSRF check
+    reads it, L2) is 400 `invalid` in the API's shape, not a traceback; its line names the
+    user (L6)."""
+    caplog.set_level(logging.INFO)
+    for path in ("/api/chat/projects", f"/api/chat/threads/{human_thread_id}/messages"):
+        caplog.clear()
+
+        answer = post_unreadable(human_client, path, body)
+
+        assert (answer.status_code, answer.json()) == (
+            400,
+            {"error": "invalid", "detail": UNREADABLE},
+        )
+        assert_one_line_without_traceback(caplog)
+        assert request_records(caplog)[0].getMessage() == f'chat POST {path} 400 user="ada"'
+
+
+@pytest.mark.parametrize("kind", UNREADABLE_BODY, ids=lambda kind: kind.__name__)
+def test_each_unreadable_body_is_quiet_where_django_logs_it(
+    caplog: pytest.LogCaptureFixture, kind: type[Exception]
+) -> None:
+    """Each body error is quieted on the logger Django writes it to: `django.request` for a
+    malformed multipart body, `django.security.<class>` for the others, at ERROR there."""
+    logger = (
+        f"django.security.{kind.__name__}"
+        if issubclass(kind, SuspiciousOperation)
+        else "django.request"
+    )
+    try:
+        raise kind("the parser's reason\nsecond line")
+    except kind as error:
+        logging.getLogger(logger).error("Bad request: %s", "/signin", exc_info=error)
+
+    (record,) = caplog.records
+    assert (record.levelno, record.exc_info, record.exc_text) == (logging.WARNING, None, None)
+    assert record.getMessage() == "Bad request: /signin (the parser's reason\\nsecond line)"
+
+
+def test_server_error_keeps_its_traceback(caplog: pytest.LogCaptureFixture) -> None:
+    """Only unreadable bodies are quieted: an error of ours keeps its traceback."""
+    try:
+        raise RuntimeError("ours")
+    except RuntimeError:
+        logging.getLogger("django.request").exception("Internal Server Error: %s", "/")
+
+    (record,) = caplog.records
+    assert (record.levelno, record.exc_info is not None) == (logging.ERROR, True)
+    assert "Traceback" in caplog.text
