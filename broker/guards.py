@@ -5,6 +5,9 @@
   tester-owned thread in a transaction that holds a purge permit
   (`broker.actions.tester_purge`); the rows of the human's threads, and every other table's, no
   transaction can delete.
+- Threads and tasks are never deleted: DELETE (and TRUNCATE on PostgreSQL) is refused, UPDATE is
+  not (a thread is renamed, archived and read). The purge's permit lets a tester-owned thread
+  go, as it lets its rows go; a task is the human's (R15), and the purge deletes none.
 - R15: a Task's request is a `human.input` event. Events are append-only, so checking the kind
   when the task is written is enough.
 - A thread's message has the thread's instance as from_role or to_role.
@@ -19,14 +22,15 @@ instance or a project to another business, while rows depend on it.
 
 Refusals surface as `django.db.IntegrityError` on both vendors: SQLite's `RAISE(ABORT, …)` is a
 constraint error, and PostgreSQL's are raised with SQLSTATE class 23 (integrity constraint
-violation): `restrict_violation` for append-only, `check_violation` for the rest.
+violation): `restrict_violation` for append-only and never deleted, `check_violation` for the
+rest.
 
 Migration 0002 installs the guards and its reverse drops them; otherwise only the `flush`
 command lifts them, for the flush alone, and `migrate` on SQLite, for the migration alone
 (`broker.apps`: a table rebuild would trip over the triggers of other tables). The migration
 runs this module as it stands, so the SQL here may name only tables that exist once 0001 has
-run: a guard on a later table belongs in that table's own migration. Migration 0004 installs the
-set again for the guards added with it.
+run: a guard on a later table belongs in that table's own migration. Migrations 0004 and 0016
+install the set again for the guards added with them.
 
 A migration that rebuilds a table (SQLite's way to alter most columns) drops that table's
 triggers with it, so the guards are an invariant that is checked, not assumed: `missing` names
@@ -64,6 +68,10 @@ PURGEABLE_TABLES = (
 
 PURGE_PERMIT_TABLE = PurgePermit._meta.db_table
 
+# Tables whose rows change but are never deleted; of them, the purge deletes tester-owned threads.
+NEVER_DELETED_TABLES = ("broker_thread", "broker_task")
+PURGED_THREADS = "broker_thread"
+
 # Message texts, shared by both vendors.
 R15_REFUSED = "broker_task request must be a human.input event (R15)"
 MESSAGE_INSTANCE_REFUSED = "broker_message in a thread must have the thread's instance at one end"
@@ -77,6 +85,10 @@ THREAD_OWNER_REFUSED = "broker_thread owner is immutable"
 
 def append_only_refused(table: str) -> str:
     return f"{table} is append-only"
+
+
+def never_deleted_refused(table: str) -> str:
+    return f"{table} rows are never deleted"
 
 
 def _sql_string(text: str) -> str:
@@ -104,16 +116,37 @@ _SQLITE_TESTER_PURGE = f"""EXISTS (SELECT 1 FROM {PURGE_PERMIT_TABLE}) AND EXIST
     SELECT 1 FROM broker_thread t WHERE t.id = OLD.thread_id AND t.owner = '{TESTER}'
 )"""
 
+# A delete of a tester-owned thread itself, while a purge permit exists.
+_SQLITE_TESTER_THREAD_PURGE = (
+    f"EXISTS (SELECT 1 FROM {PURGE_PERMIT_TABLE}) AND OLD.owner = '{TESTER}'"
+)
+
+
+def _sqlite_refusal(table: str, event: str, message: str, *, unless: str = "") -> str:
+    """The trigger `{table}_no_{event}`: every `event` on `table` refused with `message`, but
+    where `unless` holds."""
+    when = f"WHEN NOT ({unless})\n" if unless else ""
+    return (
+        f"CREATE TRIGGER {table}_no_{event.lower()} BEFORE {event} ON {table}\n"
+        f"{when}BEGIN SELECT RAISE(ABORT, '{_sql_string(message)}'); END"
+    )
+
 
 def _sqlite_append_only(table: str, *, purgeable: bool) -> tuple[str, ...]:
     """UPDATE and DELETE refused; with `purgeable`, a DELETE of a row of a tester-owned thread
     passes while a purge permit exists (only the purging transaction can see its own)."""
-    refuse = f"BEGIN SELECT RAISE(ABORT, '{append_only_refused(table)}'); END"
-    when = f"WHEN NOT ({_SQLITE_TESTER_PURGE})\n" if purgeable else ""
+    refused = append_only_refused(table)
     return (
-        f"CREATE TRIGGER {table}_no_update BEFORE UPDATE ON {table}\n{refuse}",
-        f"CREATE TRIGGER {table}_no_delete BEFORE DELETE ON {table}\n{when}{refuse}",
+        _sqlite_refusal(table, "UPDATE", refused),
+        _sqlite_refusal(table, "DELETE", refused, unless=_SQLITE_TESTER_PURGE if purgeable else ""),
     )
+
+
+def _sqlite_never_deleted(table: str, *, purgeable: bool) -> str:
+    """DELETE refused; with `purgeable`, a tester-owned thread's passes while a purge permit
+    exists."""
+    unless = _SQLITE_TESTER_THREAD_PURGE if purgeable else ""
+    return _sqlite_refusal(table, "DELETE", never_deleted_refused(table), unless=unless)
 
 
 _SQLITE_TASK_REQUEST = """NOT EXISTS (
@@ -220,6 +253,7 @@ _SQLITE_TRIGGER_TABLES = (
         for table in APPEND_ONLY_TABLES
         for verb in ("update", "delete")
     ),
+    *((f"{table}_no_delete", table) for table in NEVER_DELETED_TABLES),
     *((name, when.rsplit(" ON ", 1)[1]) for name, when, *_ in _SQLITE_CHECKS),
 )
 
@@ -248,6 +282,11 @@ def sqlite_install(tables: Collection[str]) -> tuple[str, ...]:
             for statement in _sqlite_append_only(
                 table, purgeable=purge_permits and table in PURGEABLE_TABLES
             )
+        ),
+        *(
+            _sqlite_never_deleted(table, purgeable=purge_permits and table == PURGED_THREADS)
+            for table in NEVER_DELETED_TABLES
+            if table in tables
         ),
         *(_sqlite_trigger(*check) for check in _SQLITE_CHECKS),
     )
@@ -284,6 +323,27 @@ BEGIN
         RETURN OLD;
     END IF;
     RAISE EXCEPTION '% is append-only', TG_TABLE_NAME USING ERRCODE = 'restrict_violation';
+END"""
+
+_PG_REFUSE_DELETE = (
+    "RAISE EXCEPTION '% rows are never deleted', TG_TABLE_NAME"
+    " USING ERRCODE = 'restrict_violation';"
+)
+
+_PG_NEVER_DELETED = f"""
+BEGIN
+    {_PG_REFUSE_DELETE}
+END"""
+
+# A DELETE of a tester-owned thread, by a transaction holding a purge permit of its own.
+_PG_TESTER_THREAD_PURGE_ONLY = f"""
+BEGIN
+    IF OLD.owner = '{TESTER}' AND EXISTS (
+        SELECT 1 FROM {PURGE_PERMIT_TABLE} WHERE txid = txid_current()
+    ) THEN
+        RETURN OLD;
+    END IF;
+    {_PG_REFUSE_DELETE}
 END"""
 
 # Each check is a function and a row trigger of the same name: (table, timing and events, body).
@@ -416,12 +476,30 @@ _PG_TRIGGERS = (
         (f"{table}_no_truncate", table, "BEFORE TRUNCATE", "STATEMENT", "broker_append_only")
         for table in APPEND_ONLY_TABLES
     ),
+    *(
+        (
+            f"{table}_no_delete",
+            table,
+            "BEFORE DELETE",
+            "ROW",
+            "broker_tester_thread_purge_only"
+            if table == PURGED_THREADS
+            else "broker_never_deleted",
+        )
+        for table in NEVER_DELETED_TABLES
+    ),
+    *(
+        (f"{table}_no_truncate", table, "BEFORE TRUNCATE", "STATEMENT", "broker_never_deleted")
+        for table in NEVER_DELETED_TABLES
+    ),
     *((name, table, events, "ROW", name) for name, (table, events, _) in _PG_CHECKS.items()),
 )
 
 _PG_FUNCTIONS = {
     "broker_append_only": _PG_APPEND_ONLY,
     "broker_tester_purge_only": _PG_TESTER_PURGE_ONLY,
+    "broker_never_deleted": _PG_NEVER_DELETED,
+    "broker_tester_thread_purge_only": _PG_TESTER_THREAD_PURGE_ONLY,
     **{name: body for name, (_, _, body) in _PG_CHECKS.items()},
 }
 
@@ -464,6 +542,13 @@ def install(target: BaseDatabaseSchemaEditor | BaseDatabaseWrapper) -> None:
     """Create every guard; existing ones are replaced, so installing twice is harmless."""
     tables = set(_connection(target).introspection.table_names())
     _execute(target, {"sqlite": sqlite_install(tables), "postgresql": postgresql_install(tables)})
+
+
+def install_in_migration(apps: object, schema_editor: BaseDatabaseSchemaEditor) -> None:
+    """A migration's `RunPython` step that installs every guard anew, on SQLite and PostgreSQL
+    (another vendor has none to install)."""
+    if schema_editor.connection.vendor in VENDORS:
+        install(schema_editor)
 
 
 def uninstall(target: BaseDatabaseSchemaEditor | BaseDatabaseWrapper) -> None:

@@ -2,8 +2,9 @@
 
 Message, Event, ThreadOpen, TrailRow, Decision and Step are append-only: triggers installed by
 migration 0002 refuse UPDATE and DELETE (and TRUNCATE on PostgreSQL), so no code path — ORM,
-bulk or raw SQL — can rewrite the record. A Task's request must be a `human.input` event (R15),
-refused by the database too.
+bulk or raw SQL — can rewrite the record. Threads and tasks change but are never deleted
+(migration 0016), a tester's thread but by the purge. A Task's request must be a `human.input`
+event (R15), refused by the database too.
 """
 
 from __future__ import annotations

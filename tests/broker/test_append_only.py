@@ -1,4 +1,5 @@
-"""SPEC §3 in the database: append-only tables, R15, and a thread's consistency.
+"""SPEC §3 in the database: append-only tables, threads and tasks never deleted, R15, and a
+thread's consistency.
 
 Rows are written straight through the ORM or raw SQL, bypassing the broker: these tests prove
 the database itself refuses, whatever the code path. Each refused write runs in its own
@@ -17,7 +18,8 @@ from django.core.management.base import CommandError
 from django.db import IntegrityError, connection, models, transaction
 from django.utils import timezone
 
-from broker import guards
+from broker import actions, guards
+from broker.actors import Actor
 from broker.models import (
     Business,
     Decision,
@@ -33,6 +35,7 @@ from broker.models import (
     ThreadOpen,
     TrailRow,
 )
+from tests.broker import factories
 from tests.support.marks import postgres_only
 
 
@@ -556,6 +559,101 @@ def test_save_thread_unchanged_owner_accepted(business: Business) -> None:
     assert Thread.objects.get(pk=thread.pk).name == "renamed"
 
 
+# --- Threads and tasks are never deleted ------------------------------------------------------
+
+
+def make_task(business: Business) -> Task:
+    return Task.objects.create(
+        business=business,
+        request=Event.objects.create(business=business, kind=EventKind.HUMAN_INPUT),
+        title="t",
+        created_by_run="run-1",
+    )
+
+
+DELETES = [instance_delete, queryset_delete, raw_delete]
+TRUNCATE_REFUSED = r"is append-only|rows are never deleted"
+
+
+@pytest.mark.parametrize("owner", ["ada", "tester"])
+@pytest.mark.parametrize("delete", DELETES, ids=lambda delete: delete.__name__)
+def test_delete_thread_refused(
+    business: Business, owner: str, delete: Callable[[models.Model, str, object], None]
+) -> None:
+    """SPEC §3: a thread is never deleted, the human's nor the tester's (but by the purge, under
+    its permit: tests/broker/test_tester_purge.py), by any ORM path or raw SQL."""
+    thread = Thread.objects.create(
+        project=make_project(business),
+        name="chat",
+        owner=owner,
+        instance=Instance.objects.get(business=business, name="assistant"),
+    )
+
+    with refused(guards.never_deleted_refused("broker_thread")), transaction.atomic():
+        delete(thread, "name", None)
+
+    assert Thread.objects.filter(pk=thread.pk).exists()
+
+
+def test_raw_delete_of_a_thread_with_messages_refused(business: Business) -> None:
+    """SPEC §3: a database shell's `DELETE FROM broker_thread` (where foreign keys may be off,
+    as in sqlite3's shell, or deferred, as Django makes them) cannot leave a thread's messages
+    pointing at nothing: the guard refuses the delete itself."""
+    thread = make_thread(business)
+    message = make_message(thread, business=business, from_role="human", to_role="assistant")
+
+    with refused(guards.never_deleted_refused("broker_thread")), transaction.atomic():
+        raw("DELETE FROM broker_thread", [])
+
+    assert Message.objects.get(pk=message.pk).thread == thread
+
+
+@pytest.mark.parametrize("delete", DELETES, ids=lambda delete: delete.__name__)
+def test_delete_task_refused(
+    business: Business, delete: Callable[[models.Model, str, object], None]
+) -> None:
+    """SPEC §3 (R15): a task, made from the human's input, is never deleted."""
+    task = make_task(business)
+
+    with refused(guards.never_deleted_refused("broker_task")), transaction.atomic():
+        delete(task, "title", None)
+
+    assert Task.objects.filter(pk=task.pk).exists()
+
+
+@postgres_only
+@pytest.mark.parametrize("model", [Thread, Task], ids=lambda model: model.__name__)
+def test_truncate_thread_or_task_table_refused(
+    business: Business, model: type[models.Model]
+) -> None:
+    """SPEC §3: TRUNCATE empties no thread or task table, CASCADE or not."""
+    row = make_thread(business) if model is Thread else make_task(business)
+    settle_foreign_keys()
+
+    # CASCADE reaches the append-only tables that point at threads; whichever guard fires first
+    # refuses the whole statement.
+    with pytest.raises(IntegrityError, match=TRUNCATE_REFUSED), transaction.atomic():
+        raw(f"TRUNCATE {model._meta.db_table} CASCADE", [])
+
+    assert model._default_manager.filter(pk=row.pk).exists()
+
+
+def test_thread_rename_archive_and_task_update_still_pass(human: Actor) -> None:
+    """SPEC §6.2: a thread's rename and archive are updates, which its delete guard leaves be;
+    so is a raw UPDATE of a thread or a task."""
+    thread = factories.thread(human, factories.project(human), "chat")
+    actions.send_to_thread(human, thread_id=thread.pk, body="hello")
+
+    actions.change_thread(human, thread_id=thread.pk, name="renamed", archived=True)
+    raw("UPDATE broker_thread SET name = %s WHERE id = %s", ["again", thread.pk])
+    task = make_task(Business.objects.get(pk=human.business_id))
+    raw("UPDATE broker_task SET title = %s WHERE id = %s", ["retitled", task.pk])
+
+    stored = Thread.objects.get(pk=thread.pk)
+    assert (stored.name, stored.archived) == ("again", True)
+    assert Task.objects.get(pk=task.pk).title == "retitled"
+
+
 # --- Flush: the one command that lifts the guards ---------------------------------------------
 
 
@@ -569,13 +667,17 @@ def assert_guarded() -> None:
 
 
 def test_flush_guarded_tables_emptied_and_guards_back(
-    transactional_db: None, records: dict[type[models.Model], models.Model]
+    transactional_db: None, records: dict[type[models.Model], models.Model], business: Business
 ) -> None:
-    """SPEC §3 append-only: flush (tests' teardown) empties the tables, then the guards return."""
+    """SPEC §3: flush (tests' teardown) empties the tables, threads and tasks among them, then
+    every guard returns."""
+    make_task(business)
+
     call_command("flush", interactive=False, verbosity=0)
 
-    assert not any(model._default_manager.exists() for model in REWRITES)
+    assert not any(model._default_manager.exists() for model in (*REWRITES, Thread, Task))
     assert not Business.objects.exists()
+    assert guards.missing(connection) == []
     assert_guarded()
 
 

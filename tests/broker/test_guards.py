@@ -84,6 +84,19 @@ def test_missing_one_trigger_dropped_names_it(name: str, table: str) -> None:
     assert guards.installed(connection)
 
 
+@pytest.mark.django_db
+@pytest.mark.parametrize("table", ["broker_thread", "broker_task"])
+def test_delete_guard_of_threads_and_tasks_is_checked(table: str) -> None:
+    """SPEC §3: the delete guards of threads and tasks are in the checked set: without one,
+    `manage.py check` fails naming it, as for every other guard."""
+    name = f"{table}_no_delete"
+    assert (name, table) in TRIGGERS
+
+    drop_trigger(name, table)
+
+    assert guard_errors() == [f"database guard missing: trigger {name} on {table}"]
+
+
 @pytest.mark.django_db(transaction=True)
 def test_rebuild_guarded_table_check_fails_then_migrate_restores() -> None:
     """SPEC §3: a table rebuild loses its guards; the check names each, `migrate` reinstalls."""

@@ -1,6 +1,6 @@
 """The tester-data purge deletes old tester threads with everything of theirs, and old
-suite runs, and never a row of the human's; the append-only guards still refuse every other
-delete, a permit or not."""
+suite runs, and never a row of the human's; the append-only guards and those of threads and
+tasks still refuse every other delete, a permit or not."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from broker.models import (
     PurgePermit,
     SuiteRun,
     SuiteVerdict,
+    Task,
     Thread,
     ThreadClaim,
     ThreadOpen,
@@ -32,6 +33,7 @@ from broker.models import (
     TurnProgress,
 )
 from tests.broker import factories
+from tests.broker.test_append_only import make_task
 from tests.broker.test_suite_runs import ended_run
 from tests.support.marks import postgres_only
 
@@ -239,12 +241,53 @@ def test_guard_refuses_rewriting_a_tester_row_under_a_permit(
         Message.objects.filter(thread=probe).update(body="rewritten")
 
 
+def thread_never_deleted() -> pytest.RaisesExc[IntegrityError]:
+    return pytest.raises(IntegrityError, match="broker_thread rows are never deleted")
+
+
+def test_guard_lets_a_permit_delete_a_tester_thread(tester: Actor, human: Actor) -> None:
+    """What the purge does last, once the thread's rows are gone: under its permit, a
+    tester-owned thread is deleted."""
+    probe = factories.thread(tester, factories.project(human), "probe")
+    with transaction.atomic(), tester_purge.purge_permit():
+        delete_raw(Thread, probe.pk)
+    assert not Thread.objects.filter(pk=probe.pk).exists()
+
+
+def test_guard_refuses_deleting_a_humans_thread_even_under_a_permit(human: Actor) -> None:
+    """The permit opens tester-owned threads only: a purge widened to the human's would be
+    refused by the database itself, an empty thread too."""
+    mine = factories.thread(human, factories.project(human), "mine")
+    with thread_never_deleted(), transaction.atomic(), tester_purge.purge_permit():
+        delete_raw(Thread, mine.pk)
+    assert Thread.objects.filter(pk=mine.pk).exists()
+
+
+def test_guard_refuses_deleting_a_tester_thread_without_a_permit(
+    tester: Actor, human: Actor
+) -> None:
+    probe = factories.thread(tester, factories.project(human), "probe")
+    with thread_never_deleted(), transaction.atomic():
+        delete_raw(Thread, probe.pk)
+    assert Thread.objects.filter(pk=probe.pk).exists()
+
+
+def test_guard_refuses_deleting_a_task_even_under_a_permit(business) -> None:
+    """The purge deletes no task (the tester has none, R15), so its permit opens none."""
+    task = make_task(business)
+    refused = pytest.raises(IntegrityError, match="broker_task rows are never deleted")
+    with refused, transaction.atomic(), tester_purge.purge_permit():
+        delete_raw(Task, task.pk)
+    assert Task.objects.filter(pk=task.pk).exists()
+
+
 @postgres_only
 @pytest.mark.django_db(transaction=True)
 def test_guard_on_postgresql_ignores_a_permit_of_another_transaction(
     threads: tuple[Thread, Thread],
 ) -> None:
-    """A permit is its own transaction's: one committed by another opens nothing."""
+    """A permit is its own transaction's: one committed by another opens nothing, neither a
+    tester thread's rows nor the thread."""
     _, probe = threads
     PurgePermit.objects.create(txid=0)
     message = Message.objects.filter(thread=probe).first()
@@ -252,6 +295,8 @@ def test_guard_on_postgresql_ignores_a_permit_of_another_transaction(
     try:
         with pytest.raises(IntegrityError, match="is append-only"), transaction.atomic():
             delete_raw(Message, message.pk)
+        with thread_never_deleted(), transaction.atomic():
+            delete_raw(Thread, probe.pk)
     finally:
         PurgePermit.objects.all().delete()
 
