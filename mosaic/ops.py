@@ -3,7 +3,9 @@
 It binds MOSAIC_OPS_PORT (default 7334, 0 for none) on 127.0.0.1 and answers only loopback
 clients with a loopback Host (DNS rebinding); anything else it serves is `not-found`. The
 human and tester listeners do not serve `/metrics`. Under `manage.py cluster` it is a process
-of its own, adding up every process's values (`mosaic.edge.metrics`).
+of its own, adding up every process's values (`mosaic.edge.metrics`). Any local process can read
+them, the tester's programs too: the human's activity shows there as counts, by listener, which
+docs/decisions/probes-metrics-and-logs.md accepts, and why.
 """
 
 from __future__ import annotations

@@ -10,12 +10,15 @@ WebSocket accepted and closed (`counted_sockets`), a busy server's refusal
 (`count_admission_refusal`), a turn sent by a chat view (chat's `turn_sent` signal), and each
 attempt at a turn (the broker's `turn_ended` signal): neither the chat API nor the broker imports
 anything of this. Database pool waits are read from the process's psycopg pool (`pop_stats`) as
-requests and turns end, at most once a second. The site's app loads this module in every process
+requests and turns end, at most once a second. Every label's values are bounded: routes are URL
+patterns, listeners and states fixed sets, instances those configured, and the model a server
+names is cut and capped (`BoundedLabel`). The site's app loads this module in every process
 (`mosaic.apps`), runners too.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any
 
@@ -64,7 +67,8 @@ REPLY_SECONDS = Histogram(
 )
 TOKENS = Counter(
     "mosaic_tokens",
-    "Model tokens, by instance, model and kind (prompt or completion).",
+    "Model tokens, by instance, model (as the server named it; bounded) and kind (prompt or "
+    "completion).",
     ["instance", "model", "kind"],
 )
 ADMISSION_REFUSALS = Counter(
@@ -82,6 +86,41 @@ DB_POOL_TIMEOUTS = Counter(
 
 for _end in TurnEnd:
     TURNS.labels(_end.value)
+
+
+class BoundedLabel:
+    """A label whose values come from outside, kept to a bounded set: each value cut to
+    `length` characters, the first `most` distinct values kept as they are, any later one
+    counted as `other`. A series per value lives as long as the process, so a value per reply
+    would grow the page, and the memory, without end."""
+
+    OTHER = "other"
+
+    def __init__(self, *, most: int, length: int) -> None:
+        self.most = most
+        self.length = length
+        self._kept: set[str] = set()
+        # Turns end on several threads of a runner at once.
+        self._lock = threading.Lock()
+
+    def __call__(self, value: str) -> str:
+        value = value[: self.length]
+        with self._lock:
+            if value in self._kept:
+                return value
+            if len(self._kept) < self.most:
+                self._kept.add(value)
+                return value
+        return self.OTHER
+
+
+# The model a server names in its answer is its own words (a dated version, an alias, whatever a
+# proxy in front reports): at most MODEL_LABELS of them a process, each at most MODEL_LABEL_MAX
+# characters; a reply that names none is `-`.
+MODEL_LABELS = 20
+MODEL_LABEL_MAX = 64
+NO_MODEL = "-"
+model_label = BoundedLabel(most=MODEL_LABELS, length=MODEL_LABEL_MAX)
 
 
 # How often a process reads its pool's waits: at most once a second, not per request (a
@@ -141,7 +180,7 @@ def observe_turn(
         REPLY_SECONDS.observe(seconds)
         if reply.first_token_ms is not None:
             REPLY_FIRST_TOKEN_SECONDS.observe(reply.first_token_ms / 1000)
-        model = reply.model or "-"
+        model = model_label(reply.model) if reply.model else NO_MODEL
         for kind, count in (
             ("prompt", reply.prompt_tokens),
             ("completion", reply.completion_tokens),

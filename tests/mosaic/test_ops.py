@@ -12,10 +12,13 @@ from asgiref.sync import async_to_sync
 from channels.testing import WebsocketCommunicator
 from prometheus_client import REGISTRY
 
+from broker.signals import TurnEnd, turn_ended
 from human.listener import build_human_application
+from mosaic.edge import metrics
 from mosaic.edge.handler import WorkerPool
 from mosaic.edge.listener import http_handler
 from mosaic.edge.metrics import counted_sockets
+from runner.backends.base import Reply
 from mosaic.ops import build_ops_application
 from tests.support.listeners import (
     HUMAN,
@@ -130,6 +133,63 @@ def test_refused_send_moves_no_send(tester_client: ListenerClient, human_thread_
     answer = tester_client.post(f"/api/chat/threads/{human_thread_id}/messages", {"body": "hi"})
     assert answer.status_code == 403
     assert sample("mosaic_sends_total", {"listener": "tester"}) == sends
+
+
+def answered_turn(instance: str, model: str) -> None:
+    """A turn answered by `instance` with one prompt token, the server naming `model`."""
+    turn_ended.send(
+        sender=None,
+        instance=instance,
+        state=TurnEnd.ANSWERED,
+        seconds=0.1,
+        reply=Reply(text="hi", model=model, prompt_tokens=1),
+    )
+
+
+def model_labels(instance: str) -> dict[str, float]:
+    """The tokens counted for `instance`, by model label."""
+    return {
+        found.labels["model"]: found.value
+        for metric in REGISTRY.collect()
+        if metric.name == "mosaic_tokens"
+        for found in metric.samples
+        if found.name == "mosaic_tokens_total" and found.labels["instance"] == instance
+    }
+
+
+def test_model_label_keeps_the_first_models_and_counts_the_rest_as_other(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The model a server names is its own words: past MODEL_LABELS distinct names a process
+    counts `other`, so no server (or proxy in front of one) can grow the page without end. No
+    token is lost."""
+    monkeypatch.setattr(
+        metrics,
+        "model_label",
+        metrics.BoundedLabel(most=metrics.MODEL_LABELS, length=metrics.MODEL_LABEL_MAX),
+    )
+    names = [f"model-{index}" for index in range(metrics.MODEL_LABELS + 5)]
+    for name in (*names, names[0], names[-1]):
+        answered_turn("bounded-models", name)
+
+    counted = model_labels("bounded-models")
+
+    assert len(counted) == metrics.MODEL_LABELS + 1
+    assert counted[names[0]] == 2
+    assert counted["other"] == 6
+    assert sum(counted.values()) == len(names) + 2
+
+
+def test_model_label_is_cut_to_its_length(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(
+        metrics,
+        "model_label",
+        metrics.BoundedLabel(most=metrics.MODEL_LABELS, length=metrics.MODEL_LABEL_MAX),
+    )
+    answered_turn("long-model", "m" * 10_000)
+    answered_turn("long-model", "")
+
+    assert model_labels("long-model") == {"m" * metrics.MODEL_LABEL_MAX: 1, "-": 1}
 
 
 def test_busy_server_refusal_moves_admission_refusals(business) -> None:
