@@ -18,8 +18,8 @@ from mosaic.edge import metrics
 from mosaic.edge.handler import WorkerPool
 from mosaic.edge.listener import http_handler
 from mosaic.edge.metrics import counted_sockets
-from runner.backends.base import Reply
 from mosaic.ops import build_ops_application
+from runner.backends.base import Reply
 from tests.support.listeners import (
     HUMAN,
     TESTER,
