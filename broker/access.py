@@ -154,6 +154,8 @@ _THREAD_COLUMNS = (
     "created_at",
     "archived_at",
     "read_up_to",
+    "active_at",
+    "pinned_at",
 )
 _INSTANCE_COLUMNS = ("id", "business_id", "name", "role_id")
 _ROLE_COLUMNS = ("id", "business_id", "name", "receive_from", "send_to", "cross_role")

@@ -93,6 +93,8 @@ class TrailKind(models.TextChoices):
     THREAD_RENAMED = "thread.renamed"
     THREAD_ARCHIVED = "thread.archived"
     THREAD_UNARCHIVED = "thread.unarchived"
+    THREAD_PINNED = "thread.pinned"
+    THREAD_UNPINNED = "thread.unpinned"
     TESTER_PURGED = "tester.purged"  # old tester data deleted (`broker.actions.tester_purge`)
     STEP = "step"  # a tool call a run made while answering a turn (SPEC §7.2)
 
@@ -227,6 +229,13 @@ class Thread(models.Model):
     # The owner's read mark: the newest message of the thread the owner has opened (one owner,
     # so one mark, the same on every device). Only moves forward.
     read_up_to = models.BigIntegerField(null=True, blank=True)
+    # Its last activity, what the inbox orders by: the time of its newest message, or of its
+    # creation while it has none. Written where a thread is made and where every message is
+    # stored (`broker.actions.streams.do_record_message`), never anywhere else. Null only for
+    # a row made outside the broker; migration 0016 filled in the threads stored before it.
+    active_at = models.DateTimeField(null=True, blank=True)
+    # When its owner pinned it (null: not pinned); the inbox lists pinned threads first.
+    pinned_at = models.DateTimeField(null=True, blank=True)
 
     # The inbox's reading of a thread, annotated by the thread list (`selectors.with_inbox`);
     # these class values are an empty thread's, true of a thread just created.
@@ -243,7 +252,17 @@ class Thread(models.Model):
         indexes = [
             # The thread list (R3): one owner's threads of a project, newest page first, read
             # in id order from the index without sorting the project's threads.
-            models.Index(fields=["owner", "project", "id"], name="thread_owner_project_id")
+            models.Index(fields=["owner", "project", "id"], name="thread_owner_project_id"),
+            # The inbox's order (`selectors.by_activity`): the same threads by last activity,
+            # read from the index, never sorted; pinned threads, few, from an index of their own.
+            models.Index(
+                fields=["owner", "project", "active_at", "id"], name="thread_owner_activity"
+            ),
+            models.Index(
+                fields=["owner", "project", "active_at", "id"],
+                condition=Q(pinned_at__isnull=False),
+                name="thread_owner_pinned",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -252,6 +271,10 @@ class Thread(models.Model):
     @property
     def archived(self) -> bool:
         return self.archived_at is not None
+
+    @property
+    def pinned(self) -> bool:
+        return self.pinned_at is not None
 
     @property
     def preview(self) -> str | None:

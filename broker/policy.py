@@ -13,8 +13,8 @@ from broker import refusals
 from broker.actors import Actor, ActorKind
 from broker.models import HUMAN, TESTER
 
-# R22: the verbs the tester may call, whatever the transport; renaming and archiving its own
-# threads among them, and storing and reading the history of its conversation-test runs
+# R22: the verbs the tester may call, whatever the transport; renaming, archiving and pinning
+# its own threads among them, and storing and reading the history of its conversation-test runs
 # (`broker.actions.suite_runs`, the tester's alone).
 TESTER_VERBS = frozenset(
     {
@@ -27,6 +27,7 @@ TESTER_VERBS = frozenset(
         "thread.list",
         "thread.rename",
         "thread.archive",
+        "thread.pin",
         "message.send",
         "message.receive",
         "messages.view",

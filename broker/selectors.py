@@ -147,6 +147,12 @@ def inbox_thread(actor: Actor, *, thread_id: int) -> Thread:
     return with_inbox(threads).get()
 
 
+# The thread list's two orders: by id, as every list (SPEC §6), or the inbox's (`by_activity`).
+BY_ID = "id"
+BY_ACTIVITY = "activity"
+THREAD_ORDERS = (BY_ID, BY_ACTIVITY)
+
+
 @verb("thread.list", ActorKind.HUMAN, ActorKind.TESTER)
 def list_threads(
     actor: Actor,
@@ -154,14 +160,20 @@ def list_threads(
     project_id: int | None = None,
     query: str | None = None,
     archived: bool = False,
+    order: str = BY_ID,
     after: int | None = None,
     before: int | None = None,
+    below: int | None = None,
     limit: int | None = None,
 ) -> list[Thread]:
     """R3: only `owner(actor)`'s threads. The human's list leaves tester threads out entirely.
 
     Threads the owner archived are listed only when `archived` asks for them, and then alone.
+    `order` is `BY_ID` (ids and SPEC §6's cursors `after` and `before`) or `BY_ACTIVITY` (the
+    inbox's order, paged by `below`, one of the actor's threads: the page lists those after it).
     """
+    if order not in THREAD_ORDERS:
+        raise Refusal(refusals.INVALID, "order must be id or activity.")
     threads = with_inbox(
         Thread.objects.filter(
             project__business_id=actor.business_id,
@@ -178,7 +190,57 @@ def list_threads(
         # every thread with every message, no DISTINCT over the result.
         matching = Message.objects.filter(business_id=actor.business_id, body__icontains=query)
         threads = threads.filter(Q(name__icontains=query) | Q(pk__in=matching.values("thread_id")))
-    return page(threads, after=after, before=before, limit=limit)
+    if order == BY_ID:
+        if below is not None:
+            raise Refusal(refusals.INVALID, "below pages the activity order; give after or before.")
+        return page(threads, after=after, before=before, limit=limit)
+    if after is not None or before is not None:
+        raise Refusal(refusals.INVALID, "The activity order pages with below, not after or before.")
+    return by_activity(threads, below=_listed_thread(actor, below), limit=limit)
+
+
+def _listed_thread(actor: Actor, thread_id: int | None) -> Thread | None:
+    """The place of one of the actor's own threads in the inbox's order, for `below`; any
+    other id (the other side's, another business's, none) is the same `invalid` (R1, R3)."""
+    cursor = fields.clean_cursor(thread_id, what="below")
+    if cursor is None:
+        return None
+    found = (
+        Thread.objects.filter(
+            pk=cursor, project__business_id=actor.business_id, owner=policy.owner(actor)
+        )
+        .only("pk", "active_at", "pinned_at")
+        .first()
+    )
+    if found is None:
+        raise Refusal(refusals.INVALID, "below must be one of your threads.")
+    return found
+
+
+def by_activity(
+    threads: QuerySet[Thread], *, below: Thread | None, limit: int | None
+) -> list[Thread]:
+    """One page of `threads` in the inbox's order: pinned threads first, then the others, each
+    by last activity, newest first (`Thread.active_at`; the newer thread first on a tie);
+    `below`, a listed thread, starts the page after it.
+
+    Pinned threads and the others are two reads, each walking an index in this order
+    (`thread_owner_pinned`, `thread_owner_activity`) and stopping at the page's end: never a
+    sort of the owner's threads, however many. The second read is skipped when the first
+    fills the page."""
+    size = fields.clean_limit(limit)
+    parts = [threads.filter(pinned_at__isnull=False), threads.filter(pinned_at__isnull=True)]
+    if below is not None:
+        parts = parts[0 if below.pinned else 1 :]
+        parts[0] = parts[0].filter(
+            Q(active_at__lt=below.active_at) | Q(active_at=below.active_at, pk__lt=below.pk)
+        )
+    found: list[Thread] = []
+    for part in parts:
+        if len(found) == size:
+            break
+        found += part.order_by("-active_at", "-pk")[: size - len(found)]
+    return found
 
 
 @verb("thread.messages", ActorKind.HUMAN, ActorKind.TESTER, switch_in_read=True)

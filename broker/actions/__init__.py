@@ -53,6 +53,7 @@ from broker.actions.threads import (
     do_record_thread_change,
     mark_read,
     open_thread,
+    pin_thread,
     rename_thread,
     send_to_thread,
 )
@@ -89,6 +90,7 @@ __all__ = [
     "mark_read",
     "open_claim",
     "open_thread",
+    "pin_thread",
     "post_notice",
     "reap_claims",
     "rename_thread",

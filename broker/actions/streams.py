@@ -157,6 +157,9 @@ def do_record_message(
     """Store a message from the actor, its trail row, and nudge the thread after commit.
     `via` is the channel a human's or tester's message came through (None for the others).
 
+    The one place a thread's last activity moves (`Thread.active_at`, the inbox's order): to
+    the message's time, in the same transaction, under the business's stream lock.
+
     A RESULT ends the turn it answers `answered` in the same transaction, with what the model
     server reported about it (`record`). A new turn has no progress row (`pending`).
 
@@ -205,6 +208,8 @@ def do_record_message(
         via=via,
     )
     if thread is not None:
+        Thread.objects.filter(pk=thread.pk).update(active_at=message.created_at)
+        thread.active_at = message.created_at
         events.push_after_commit(
             events.thread_group(thread.pk), type=events.THREAD_NUDGE, row_id=message.pk
         )

@@ -23,6 +23,7 @@ from broker.actions.streams import (
 from broker.actors import Actor, ActorKind
 from broker.models import (
     Business,
+    Creator,
     EventKind,
     Message,
     MessageClass,
@@ -56,17 +57,51 @@ def create_project(actor: Actor, *, name: object) -> Project:
         raise Refusal(refusals.PROJECT_EXISTS, "A project with this name exists.") from None
 
 
+# The project a thread made with none named goes to, one a side: made on first use by that
+# side. A name the other side took is passed over for the next, "Chats (2)" and on, so neither
+# side's chats are ever filed in a project of the other's.
+DEFAULT_PROJECTS = {Creator.HUMAN: "Chats", Creator.TESTER: "Tester chats"}
+DEFAULT_PROJECT_NAMES = 50
+
+
+def _default_project(actor: Actor) -> Project:
+    """The actor's side's default project (`DEFAULT_PROJECTS`), found or made: the first of
+    its names that is free or already the side's own. A project made meanwhile by the same
+    side (another tab) is the one."""
+    side = Creator.TESTER if actor.is_tester else Creator.HUMAN
+    projects = Project.objects.filter(business_id=actor.business_id)
+    for n in range(1, DEFAULT_PROJECT_NAMES + 1):
+        name = DEFAULT_PROJECTS[side] if n == 1 else f"{DEFAULT_PROJECTS[side]} ({n})"
+        found = projects.filter(name=name).first()
+        if found is None:
+            try:
+                with transaction.atomic():
+                    return Project.objects.create(
+                        business_id=actor.business_id, name=name, created_by=policy.owner(actor)
+                    )
+            except IntegrityError:
+                found = projects.get(name=name)
+        if found.creator == side:
+            return found
+    raise Refusal(refusals.PROJECT_EXISTS, "Every name for a default project is taken.")
+
+
 @verb("thread.create", ActorKind.HUMAN, ActorKind.TESTER)
 def create_thread(
-    actor: Actor, *, project_id: int, name: object, instance: str | None = None
+    actor: Actor, *, project_id: int | None, name: object, instance: str | None = None
 ) -> Thread:
-    """R2: a thread owned by `owner(actor)`, in any project of the business.
+    """R2: a thread owned by `owner(actor)`, in any project of the business; with no project
+    named, in the actor's side's default project (`DEFAULT_PROJECTS`), never the other side's.
 
     R18: a name the other side already used in the project refuses `thread-exists`, and
     nothing else about that thread is told.
     """
     clean = fields.clean_name(name, what="thread name")
-    project = Project.objects.filter(pk=project_id, business_id=actor.business_id).first()
+    project = (
+        _default_project(actor)
+        if project_id is None
+        else Project.objects.filter(pk=project_id, business_id=actor.business_id).first()
+    )
     if project is None:
         raise Refusal(refusals.NOT_FOUND, "No such project.")
     if instance is None:
@@ -76,8 +111,13 @@ def create_thread(
     target = access_instance(actor, name=instance)
     try:
         with transaction.atomic():
+            # Its last activity is its creation until its first message (`Thread.active_at`).
             return Thread.objects.create(
-                project=project, name=clean, owner=policy.owner(actor), instance=target
+                project=project,
+                name=clean,
+                owner=policy.owner(actor),
+                instance=target,
+                active_at=timezone.now(),
             )
     except IntegrityError:
         raise Refusal(refusals.THREAD_EXISTS, "A thread with this name exists here.") from None
@@ -154,35 +194,77 @@ def rename_thread(actor: Actor, *, thread_id: int, name: object) -> Thread:
         return thread
 
 
+@dataclass(frozen=True)
+class Flag:
+    """A flag the owner sets on its thread or clears (archived, pinned): the time column that
+    holds it (null: cleared), and the trail row each way."""
+
+    column: str
+    on: tuple[TrailKind, str]
+    off: tuple[TrailKind, str]
+
+
+ARCHIVED = Flag(
+    "archived_at",
+    on=(TrailKind.THREAD_ARCHIVED, "archived the thread"),
+    off=(TrailKind.THREAD_UNARCHIVED, "brought the thread back from the archive"),
+)
+PINNED = Flag(
+    "pinned_at",
+    on=(TrailKind.THREAD_PINNED, "pinned the thread"),
+    off=(TrailKind.THREAD_UNPINNED, "unpinned the thread"),
+)
+
+
+def _set_flag(actor: Actor, *, thread_id: int, flag: Flag, on: bool) -> Thread:
+    """R1: set or clear `flag` on the actor's own thread, with one trail row (R16). Asking for
+    the state it is in changes nothing."""
+    with appending_to_thread(actor, thread_id=thread_id) as thread:
+        if on == (getattr(thread, flag.column) is not None):
+            return thread
+        setattr(thread, flag.column, timezone.now() if on else None)
+        thread.save(update_fields=[flag.column])
+        kind, text = flag.on if on else flag.off
+        do_record_thread_change(actor, thread, kind=kind, text=text)
+        return thread
+
+
 @verb("thread.archive", ActorKind.HUMAN, ActorKind.TESTER, switch_in_read=True)
 def archive_thread(actor: Actor, *, thread_id: int, archived: bool) -> Thread:
     """R1: archive the actor's own thread (lists leave it out) or bring it back, with one
     `thread.archived` / `thread.unarchived` trail row. Asking for the state it is in changes
     nothing."""
-    with appending_to_thread(actor, thread_id=thread_id) as thread:
-        if archived == thread.archived:
-            return thread
-        thread.archived_at = timezone.now() if archived else None
-        thread.save(update_fields=["archived_at"])
-        kind = TrailKind.THREAD_ARCHIVED if archived else TrailKind.THREAD_UNARCHIVED
-        text = "archived the thread" if archived else "brought the thread back from the archive"
-        do_record_thread_change(actor, thread, kind=kind, text=text)
-        return thread
+    return _set_flag(actor, thread_id=thread_id, flag=ARCHIVED, on=archived)
+
+
+@verb("thread.pin", ActorKind.HUMAN, ActorKind.TESTER, switch_in_read=True)
+def pin_thread(actor: Actor, *, thread_id: int, pinned: bool) -> Thread:
+    """R1: pin the actor's own thread (the inbox lists it first) or unpin it, with one
+    `thread.pinned` / `thread.unpinned` trail row. Asking for the state it is in changes
+    nothing. Not activity: the thread keeps its place among the pinned or the others."""
+    return _set_flag(actor, thread_id=thread_id, flag=PINNED, on=pinned)
 
 
 def change_thread(
-    actor: Actor, *, thread_id: int, name: object = None, archived: bool | None = None
+    actor: Actor,
+    *,
+    thread_id: int,
+    name: object = None,
+    archived: bool | None = None,
+    pinned: bool | None = None,
 ) -> Thread:
-    """Rename and/or archive the actor's own thread in one transaction (`rename_thread`,
-    `archive_thread`: each its own verb, so R22 decides each); the thread as its list shows it.
-    Neither asked: `invalid`."""
-    if name is None and archived is None:
-        raise Refusal(refusals.INVALID, "Give the thread's new name, archived, or both.")
+    """Rename, archive and/or pin the actor's own thread in one transaction (`rename_thread`,
+    `archive_thread`, `pin_thread`: each its own verb, so R22 decides each); the thread as its
+    list shows it. Nothing asked: `invalid`."""
+    if name is None and archived is None and pinned is None:
+        raise Refusal(refusals.INVALID, "Give the thread's new name, archived, pinned, or more.")
     with appending(actor.business_id):
         if name is not None:
             rename_thread(actor, thread_id=thread_id, name=name)
         if archived is not None:
             archive_thread(actor, thread_id=thread_id, archived=archived)
+        if pinned is not None:
+            pin_thread(actor, thread_id=thread_id, pinned=pinned)
     return selectors.inbox_thread(actor, thread_id=thread_id)
 
 

@@ -71,9 +71,11 @@ class ThreadsView(ChatView):
         project = QueryNumber(required=False, min_value=1)
         q = serializers.CharField(required=False, max_length=200)
         archived = QueryFlag(required=False)
+        order = serializers.ChoiceField(required=False, choices=selectors.THREAD_ORDERS)
+        below = QueryNumber(required=False, min_value=1)
 
     class ThreadCreateInput(StrictInput):
-        project = StrictId()
+        project = StrictId(required=False)
         name = StrictString()
         instance = StrictString(required=False)
 
@@ -91,6 +93,21 @@ class ThreadsView(ChatView):
                 enum=["true", "false"],
                 description="`true`: only your archived threads; otherwise only the others.",
             ),
+            OpenApiParameter(
+                "order",
+                str,
+                enum=list(selectors.THREAD_ORDERS),
+                description=(
+                    "`id` (the default): by id, paged by `after` and `before`. `activity`: the"
+                    " inbox's order, pinned threads first, then the others, each by last"
+                    " activity, newest first; paged by `below`."
+                ),
+            ),
+            OpenApiParameter(
+                "below",
+                int,
+                description="With `order=activity`: the threads listed after this one of yours.",
+            ),
         ],
         responses={
             200: inline_serializer("Threads", {"threads": shapes.ThreadOut(many=True)}),
@@ -104,6 +121,7 @@ class ThreadsView(ChatView):
             project_id=query.pop("project", None),
             query=query.pop("q", None),
             archived=query.pop("archived", False),
+            order=query.pop("order", selectors.BY_ID),
             **query,
         )
         return Response({"threads": shapes.ThreadOut(threads, many=True).data})  # type: ignore[arg-type]
@@ -121,7 +139,7 @@ class ThreadsView(ChatView):
             data = parse(self.ThreadCreateInput, request.data)
             thread = actions.create_thread(
                 self.actor(),
-                project_id=data["project"],
+                project_id=data.get("project"),
                 name=data["name"],
                 instance=data.get("instance"),
             )
@@ -131,11 +149,12 @@ class ThreadsView(ChatView):
 
 
 class ThreadView(ChatView):
-    """Rename or archive the actor's own thread (R1; R22 decides the tester's share)."""
+    """Rename, archive or pin the actor's own thread (R1; R22 decides the tester's share)."""
 
     class ThreadChangeInput(StrictInput):
         name = StrictString(required=False)
         archived = StrictBool(required=False)
+        pinned = StrictBool(required=False)
 
     @extend_schema(
         operation_id="thread_change",
@@ -153,6 +172,7 @@ class ThreadView(ChatView):
                 thread_id=thread_id,
                 name=data.get("name"),
                 archived=data.get("archived"),
+                pinned=data.get("pinned"),
             )
             return Response({"thread": shapes.ThreadOut(thread).data})
 

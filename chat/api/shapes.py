@@ -137,6 +137,7 @@ class ThreadOut(Shape[Thread]):
     created_at = serializers.DateTimeField()
     # The inbox: computed by the thread list, for the owner's side.
     archived = serializers.BooleanField()
+    pinned = serializers.BooleanField()
     last_message_at = serializers.DateTimeField(allow_null=True)
     preview = serializers.CharField(allow_null=True)
     unread = serializers.IntegerField()

@@ -8,7 +8,7 @@ from django.db import connection
 
 from broker import actions, fields, refusals, selectors
 from broker.actors import Actor
-from broker.models import Message, Project, Thread, TrailKind, TrailRow, Via
+from broker.models import Project, Thread, TrailKind, TrailRow, Via
 from broker.refusals import Refusal
 from tests.broker import factories
 
@@ -32,19 +32,7 @@ def probe(tester: Actor, product: Project) -> Thread:
     return factories.thread(tester, product, "probe")
 
 
-def reply(run: Actor, thread: Thread, turn: Message, body: str = "reply") -> Message:
-    """The assistant's RESULT to `turn`, through a claim of the thread."""
-    claim = factories.claim(run, thread)
-    answer = actions.send_message(
-        run,
-        to=turn.from_role,
-        message_class="RESULT",
-        in_reply_to=turn.pk,
-        claim_id=claim.pk,
-        body=body,
-    )
-    actions.end_claim(run, claim_id=claim.pk)
-    return answer
+reply = factories.reply
 
 
 def listed(actor: Actor, **kwargs: object) -> dict[str, Thread]:

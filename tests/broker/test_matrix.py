@@ -33,6 +33,9 @@ THREAD_VERBS: dict[str, Callable[[Actor, int], Any]] = {
     "thread.archive": lambda actor, thread_id: actions.archive_thread(
         actor, thread_id=thread_id, archived=True
     ),
+    "thread.pin": lambda actor, thread_id: actions.pin_thread(
+        actor, thread_id=thread_id, pinned=True
+    ),
     # Declared under their own names, decided as the verbs they count as.
     "thread.replies": lambda actor, thread_id: selectors.thread_replies(actor, thread_id=thread_id),
     "thread.mark_read": lambda actor, thread_id: actions.mark_read(
@@ -108,13 +111,13 @@ def test_thread_verb_matrix_refuses_with_code(
 
 
 def stored() -> tuple[object, ...]:
-    """What a thread verb could write: messages, opens, trail rows, and the threads' names and
-    archive times."""
+    """What a thread verb could write: messages, opens, trail rows, and the threads' names,
+    archive and pin times and last activity."""
     return (
         Message.objects.count(),
         ThreadOpen.objects.count(),
         TrailRow.objects.count(),
-        sorted(Thread.objects.values_list("pk", "name", "archived_at")),
+        sorted(Thread.objects.values_list("pk", "name", "archived_at", "pinned_at", "active_at")),
     )
 
 
@@ -215,6 +218,7 @@ def test_tester_verb_while_tester_off_refuses_tester_off(
         "thread.list": lambda: selectors.list_threads(tester),
         "thread.rename": lambda: actions.rename_thread(tester, thread_id=1, name="n"),
         "thread.archive": lambda: actions.archive_thread(tester, thread_id=1, archived=True),
+        "thread.pin": lambda: actions.pin_thread(tester, thread_id=1, pinned=True),
         "message.send": lambda: actions.send_message(tester, to="assistant", body="b"),
         "message.receive": lambda: selectors.receive_messages(tester),
         "messages.view": lambda: selectors.messages_view(tester),
@@ -259,6 +263,7 @@ def test_verb_declares_who_it_serves(verb: str, kinds: frozenset[ActorKind]) -> 
         "thread.list",
         "thread.rename",
         "thread.archive",
+        "thread.pin",
         "messages.view",
         "trail.read",
         "inbox.read",

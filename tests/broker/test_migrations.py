@@ -145,3 +145,25 @@ def test_migrate_0009_labels_stored_trail_rows_by_their_fields(
         "instance.ended",
     ]
     assert TrailRow.objects.get(message=turn).via is None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_migrate_0017_gives_stored_threads_their_last_activity(
+    human: Actor, assistant_run: Actor, back_to_the_latest: None
+) -> None:
+    """Threads stored before the inbox's order get the time of their newest message, a reply
+    included, or their creation when they have none; none is pinned."""
+    from broker.models import Thread
+
+    product = factories.project(human)
+    talked, quiet = (factories.thread(human, product, name) for name in ("talked", "quiet"))
+    turn = actions.send_to_thread(human, thread_id=talked.pk, body="hi").message
+    answer = factories.reply(assistant_run, talked, turn)
+
+    migrate(("broker", "0016_threads_and_tasks_never_deleted"))
+    migrate(("broker", "0017_thread_activity_and_pins"))
+
+    stored = {thread.pk: thread for thread in Thread.objects.all()}
+    assert stored[talked.pk].active_at == answer.created_at
+    assert stored[quiet.pk].active_at == stored[quiet.pk].created_at
+    assert [thread.pinned for thread in stored.values()] == [False, False]

@@ -16,6 +16,7 @@ from collections.abc import Callable
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from broker import actions, selectors
 from broker.actors import Actor
@@ -42,7 +43,13 @@ def grow_threads(actor: Actor, project: Project, count: int) -> Thread:
     instance = Instance.objects.get(business_id=actor.business_id, name="assistant")
     start = Thread.objects.filter(project=project).count()
     threads = Thread.objects.bulk_create(
-        Thread(project=project, name=f"grown {start + i}", owner=owner_of(actor), instance=instance)
+        Thread(
+            project=project,
+            name=f"grown {start + i}",
+            owner=owner_of(actor),
+            instance=instance,
+            active_at=timezone.now(),
+        )
         for i in range(count)
     )
     grow_messages(actor, threads, per_thread=1)
@@ -121,6 +128,31 @@ def test_list_threads_hundreds_of_threads_same_query_count(side, seeded) -> None
     grow_threads(actor, project, MANY)
     many = count_queries(lambda: get_ok(client, path))
     assert len(get_ok(client, path)["threads"]) == 100
+    assert many == few
+
+
+def test_list_threads_by_activity_same_query_count(side, seeded) -> None:
+    """P4 in the inbox's order: pinned threads, then the others, each read from its index;
+    the first page costs the same with 10 threads as with 310, and so does a page below the
+    last thread shown."""
+    client, actor = side
+    project = seeded["project"]
+    path = f"/api/chat/threads?project={project.pk}&order=activity"
+    pinned = Thread.objects.filter(project=project, owner=owner_of(actor)).order_by("pk")[0].pk
+    actions.pin_thread(actor, thread_id=pinned, pinned=True)
+
+    def counted() -> tuple[int, int]:
+        last = get_ok(client, path)["threads"][-1]["id"]
+        return count_queries(lambda: get_ok(client, path)), count_queries(
+            lambda: get_ok(client, f"{path}&below={last}")
+        )
+
+    few = counted()
+    grow_threads(actor, project, MANY)
+    many = counted()
+    listed = get_ok(client, path)["threads"]
+    assert len(listed) == 100
+    assert listed[0]["id"] == pinned
     assert many == few
 
 
@@ -220,15 +252,16 @@ def statements_of(write: Callable[[], object]) -> list[str]:
     ]
 
 
-# The thread read, the message, its trail row; a human's turn adds its `human.input` event.
-# On PostgreSQL the business's stream lock (rows commit in id order) rides in the thread read.
-SEND_STATEMENTS = {"tester": 3, "human": 4}
+# The thread read, the message, its trail row, the thread's last activity (the inbox's order,
+# stored so the list reads it from an index); a human's turn adds its `human.input` event. On
+# PostgreSQL the business's stream lock (rows commit in id order) rides in the thread read.
+SEND_STATEMENTS = {"tester": 4, "human": 5}
 
 
 @pytest.mark.parametrize("who", ["human", "tester"])
 def test_send_to_thread_statement_count_is_pinned(who, human, tester, seeded) -> None:
-    """A turn is one read and its inserts: no tester-switch read, no role list read, no claim
-    read, no read after a write (R6, R7 hold as before)."""
+    """A turn is one read, its inserts and the thread's last activity: no tester-switch read,
+    no role list read, no claim read, no read after a write (R6, R7 hold as before)."""
     actor = human if who == "human" else tester
     thread = seeded["threads"][owner_of(actor)]
     sent = statements_of(lambda: actions.send_to_thread(actor, thread_id=thread.pk, body="hi"))

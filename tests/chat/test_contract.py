@@ -26,6 +26,7 @@ THREAD = {
     "created_at",
     # the inbox
     "archived",
+    "pinned",
     "last_message_at",
     "preview",
     "unread",

@@ -59,10 +59,13 @@ def test_fence_admits_the_testers_rename_archive_and_read_of_its_own_thread(
     tester_client: ListenerClient, tester_thread_id: int
 ) -> None:
     """L4 admits exactly the inbox's writes: a fence without them would refuse these with
-    `tester-refused`; through it they reach the broker and change the tester's thread."""
+    `tester-refused`; through it they reach the broker and change the tester's thread (its
+    pin too, behind the same PATCH)."""
     thread = f"/api/chat/threads/{tester_thread_id}"
     sent = tester_client.post(f"{thread}/messages", {"body": "probe"}).json()["message"]
-    renamed = tester_client.request("PATCH", thread, json={"name": "probe 2", "archived": True})
+    renamed = tester_client.request(
+        "PATCH", thread, json={"name": "probe 2", "archived": True, "pinned": True}
+    )
     read = tester_client.post(f"{thread}/read", {"up_to": sent["id"]})
     assert (renamed.status_code, read.status_code) == (200, 200), (renamed.text, read.text)
     assert read.json()["thread"] | {"created_at": None} == {
@@ -73,6 +76,7 @@ def test_fence_admits_the_testers_rename_archive_and_read_of_its_own_thread(
         "instance": "assistant",
         "created_at": None,
         "archived": True,
+        "pinned": True,
         "last_message_at": sent["created_at"],
         "preview": "probe",
         "unread": 0,
