@@ -21,10 +21,10 @@
 import { write } from "./api.js";
 import { checkConnection, onReconnect, onSignedOut } from "./connection.js";
 import { exportThread } from "./export.js";
-import { rename, startRename, toggleArchive } from "./inbox.js";
+import { rename, startRename, toggleArchive, togglePin } from "./inbox.js";
 import {
-  createProject, createThread, findThread, loadOlderThreads, loadProjects, loadThreads, markCurrent,
-  onChoose, searchThreads, showArchived, showingArchived,
+  createProject, createThread, defaultProject, findThread, loadOlderThreads, loadProjects, loadThreads,
+  markCurrent, markProject, onChoose, searchThreads, showArchived, showingArchived,
 } from "./lists.js";
 import { $, hasTestRuns, say, state } from "./page.js";
 import { recalled, remember } from "./place.js";
@@ -43,7 +43,7 @@ let moves = 0;
 
 function chooseProject(id) {
   state.projectId = id;
-  markCurrent($("projects"), id);
+  markProject(id);
   $("thread-name").disabled = false;
   $("thread-create").disabled = false;
   return loadThreads();
@@ -227,6 +227,7 @@ function wire() {
   $("rename-form").addEventListener("submit", rename);
   $("rename-cancel").addEventListener("click", () => { $("rename-form").hidden = true; });
   $("archive").addEventListener("click", () => toggleArchive(showThreadBadge));
+  $("pin").addEventListener("click", togglePin);
   // Esc closes the rename form, as Cancel does, and gives the focus back to Rename.
   $("rename-form").addEventListener("keydown", (event) => {
     if (event.key !== "Escape" || event.isComposing) return;
@@ -272,8 +273,14 @@ async function load() {
   if (!trailStarted) trailStarted = await startTrail();
   if (!trailStarted) checkConnection();
   if (state.projectId !== null) return;
-  const project = projects.find((p) => p.id === place.project) ?? projects[projects.length - 1];
-  if (!project) return;
+  // The address's project, else the reader's own newest: never the tester's on the human's
+  // Console (a suite run makes projects of its own). None of the reader's: no project is chosen,
+  // and a new chat goes to the reader's default project.
+  const project = projects.find((p) => p.id === place.project) ?? defaultProject(projects);
+  if (!project) {
+    say($("threads-state"), "Choose a project, or start a new chat.");
+    return;
+  }
   await chooseProject(project.id);
   // The reader may have moved while the lists loaded (opened or created a thread, opened the
   // test runs): that wins.

@@ -1,6 +1,6 @@
 // The inbox, as its contract shapes it: each thread's last activity, a one-line preview and
 // an unread count, the tab title counting unread, a read mark moved as the owner reads, and
-// rename and archive. Every part reads the contract's fields when the server sends them and
+// rename, archive and pin. Every part reads the contract's fields when the server sends them and
 // stays out of the way when it does not (`thread.unread ?? 0`; no `archived` field, no buttons).
 
 import { write } from "./api.js";
@@ -22,12 +22,15 @@ export function threadDetails(thread) {
     preview.dir = "auto";
     details.push(preview);
   }
+  const marks = element("span", "thread-marks");
+  if (thread.pinned) marks.append(element("span", "pinned-mark", "pinned"));
   const unread = thread.unread ?? 0;
   if (unread > 0) {
     const mark = element("span", "unread", String(unread));
     mark.setAttribute("aria-label", unread === 1 ? "1 unread" : `${unread} unread`);
-    details.push(mark);
+    marks.append(mark);
   }
+  if (marks.childElementCount) details.push(marks);
   return details;
 }
 
@@ -36,10 +39,15 @@ export function showUnreadTotal() {
   document.title = total ? `(${total}) ${BASE_TITLE}` : BASE_TITLE;
 }
 
-// What refreshes one thread's entry in the list (set by the list).
+// What refreshes one thread's entry in the list, and what brings up a thread the list does not
+// hold (set by the list).
 let redraw = () => {};
 export function onThreadChanged(callback) {
   redraw = callback;
+}
+let relist = () => {};
+export function onUnlistedActivity(callback) {
+  relist = callback;
 }
 
 function changed(thread) {
@@ -62,22 +70,34 @@ export function markRead(threadId, messageId) {
     .catch(() => {}); // a mark not stored is moved again by the next read
 }
 
-// A row on the trail about a thread in the list that is not open: one more unread.
+// A message on the trail in one of the reader's threads is activity: the thread moves to the top
+// of its part of the list (pinned or not); a reply to the reader in a thread that is not open
+// (or a page not looked at) is one more unread. Renames, archives, pins and claims are not
+// activity. A thread the list does not hold comes up when the list is read again.
 export function noteTrailRow(row) {
+  if (row.kind && row.kind !== "message") return;
   const thread = state.threads.get(row.thread);
-  if (!hasInbox(thread) || row.from_role === me || row.to_role !== me) return;
+  if (!hasInbox(thread)) {
+    if (row.thread !== null && row.thread !== undefined && [row.from_role, row.to_role].includes(me)) relist();
+    return;
+  }
   const activity = { ...thread, last_message_at: row.at };
-  if (row.thread !== state.threadId || document.hidden) activity.unread = (thread.unread ?? 0) + 1;
+  const toMe = row.to_role === me && row.from_role !== me;
+  if (toMe && (row.thread !== state.threadId || document.hidden)) activity.unread = (thread.unread ?? 0) + 1;
   changed(activity);
 }
 
-// --- rename and archive (the thread header's buttons) --------------------------------------
+// --- rename, archive and pin (the thread header's buttons) ---------------------------------
 
 export function showThreadActions(threadId) {
   const thread = state.threads.get(threadId);
   $("thread-actions").hidden = !hasInbox(thread);
   $("rename-form").hidden = true;
-  if (hasInbox(thread)) $("archive").textContent = thread.archived ? "Unarchive" : "Archive";
+  if (!hasInbox(thread)) return;
+  $("archive").textContent = thread.archived ? "Unarchive" : "Archive";
+  // Shown when the server keeps pins (the thread shape's `pinned`).
+  $("pin").hidden = !("pinned" in thread);
+  $("pin").textContent = thread.pinned ? "Unpin" : "Pin";
 }
 
 // `notice` is the line beside the button or field that asked: an error shows there,
@@ -114,13 +134,23 @@ export async function rename(event) {
   say($("actions-notice"), `Renamed to ${thread.name}.`);
 }
 
+// Sets a flag of the open thread or clears it (`archived`, `pinned`), saying which beside the
+// buttons; the thread as the server answered, or null.
+async function toggle(flag, says) {
+  const current = state.threads.get(state.threadId);
+  if (!hasInbox(current)) return null;
+  const thread = await patch(current.id, { [flag]: !current[flag] }, $("actions-notice"));
+  if (!thread) return null;
+  say($("actions-notice"), thread[flag] ? says.on : says.off);
+  showThreadActions(thread.id);
+  return thread;
+}
+
 // Archive or unarchive the open thread; an archived thread leaves the list of current ones.
 export async function toggleArchive(afterwards) {
-  const current = state.threads.get(state.threadId);
-  if (!hasInbox(current)) return;
-  const thread = await patch(current.id, { archived: !current.archived }, $("actions-notice"));
-  if (!thread) return;
-  say($("actions-notice"), thread.archived ? "Archived." : "Back among your current threads.");
-  showThreadActions(thread.id);
-  afterwards(thread);
+  const thread = await toggle("archived", { on: "Archived.", off: "Back among your current threads." });
+  if (thread) afterwards(thread);
 }
+
+// Pin or unpin the open thread: pinned threads stay at the top of the list.
+export const togglePin = () => toggle("pinned", { on: "Pinned to the top of the list.", off: "Unpinned." });

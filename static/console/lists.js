@@ -1,7 +1,9 @@
 // The sidebar: the business's projects, and the actor's own threads in the chosen one.
 
 import { get, query, write } from "./api.js";
-import { hasInbox, onThreadChanged, showThreadActions, showUnreadTotal, threadDetails } from "./inbox.js";
+import {
+  hasInbox, onThreadChanged, onUnlistedActivity, showThreadActions, showUnreadTotal, threadDetails,
+} from "./inbox.js";
 import { $, element, listener, say, state } from "./page.js";
 
 const PAGE_SIZE = 50;
@@ -21,29 +23,55 @@ export function markCurrent(list, id) {
 
 // --- projects ------------------------------------------------------------------------------
 
+// The projects the tester made, on the human's Console: listed apart, in a folded group of their
+// own, and never the human's default (neither the project opened on arrival nor the one a new
+// chat is filed in). Every project is listed to both sides, so they stay reachable.
+const apart = (project) => listener === "human" && project.creator === "tester";
+export const isOwnProject = (id) => state.projects.has(id) && !apart(state.projects.get(id));
+
+// The project opened on arrival with none in the address: the newest of the reader's own (on the
+// tester's Console, the newest of all, as before).
+export const defaultProject = (projects) => projects.filter((project) => !apart(project)).at(-1) ?? null;
+
+function projectItem(project) {
+  const choice = element("button", "choice");
+  const name = element("span", "", project.name);
+  name.dir = "auto";
+  choice.append(name);
+  // The human's list says, in words, which projects the tester made, as the
+  // human's trail tags tester traffic.
+  if (apart(project)) choice.append(" ", element("span", "tester-tag", "tester"));
+  choice.type = "button";
+  choice.dataset.id = project.id;
+  choice.dataset.creator = project.creator;
+  choice.addEventListener("click", () => choose.project(project.id));
+  const item = element("li");
+  item.append(choice);
+  return item;
+}
+
+// The chosen project marked in either list; the tester's group unfolds to show it when it is
+// one of theirs, and otherwise stays as the reader left it.
+export function markProject(id) {
+  markCurrent($("projects"), id);
+  const group = $("tester-projects-group");
+  if (!group) return;
+  markCurrent($("tester-projects"), id);
+  if (apart(state.projects.get(id) ?? {})) group.open = true;
+}
+
 function showProjects(projects) {
-  const list = $("projects");
-  list.replaceChildren();
-  for (const project of projects) {
-    const choice = element("button", "choice");
-    const name = element("span", "", project.name);
-    name.dir = "auto";
-    choice.append(name);
-    // The human's list says, in words, which projects the tester made, as the
-    // human's trail tags tester traffic.
-    if (project.creator === "tester" && listener === "human") {
-      choice.append(" ", element("span", "tester-tag", "tester"));
-    }
-    choice.type = "button";
-    choice.dataset.id = project.id;
-    choice.dataset.creator = project.creator;
-    choice.addEventListener("click", () => choose.project(project.id));
-    const item = element("li");
-    item.append(choice);
-    list.append(item);
+  state.projects = new Map(projects.map((project) => [project.id, project]));
+  const theirs = projects.filter(apart);
+  $("projects").replaceChildren(...projects.filter((project) => !apart(project)).map(projectItem));
+  const group = $("tester-projects-group");
+  if (group) {
+    $("tester-projects").replaceChildren(...theirs.map(projectItem));
+    $("tester-projects-count").textContent = `(${theirs.length})`;
+    group.hidden = theirs.length === 0;
   }
   say($("projects-state"), projects.length ? "" : "No projects yet. Create one below.");
-  markCurrent(list, state.projectId);
+  markProject(state.projectId);
 }
 
 export async function loadProjects() {
@@ -94,8 +122,32 @@ function threadItem(thread) {
 
 export const showingArchived = () => $("show-archived").checked;
 
-// A thread changed (read, renamed, archived, new activity): its entry is redrawn, or leaves a
-// list it no longer belongs to.
+// The inbox's order, as the server lists it (`order=activity`): pinned threads first, then the
+// others, each by last activity (the newest message, else the thread's making), newest first.
+const activityOf = (thread) => Date.parse(thread.last_message_at ?? thread.created_at) || 0;
+function listedBefore(a, b) {
+  if (Boolean(a.pinned) !== Boolean(b.pinned)) return Boolean(a.pinned);
+  if (activityOf(a) !== activityOf(b)) return activityOf(a) > activityOf(b);
+  return a.id > b.id;
+}
+
+// Moves a thread's entry to its place in the order; one already in its place is left alone,
+// so the focus it holds stays.
+function placeInOrder(item, thread) {
+  const list = $("threads");
+  let next = null;
+  for (const other of list.children) {
+    const shown = state.threads.get(Number(other.querySelector("button[data-id]")?.dataset.id));
+    if (other !== item && shown && listedBefore(thread, shown)) {
+      next = other;
+      break;
+    }
+  }
+  if (item.nextElementSibling !== next) list.insertBefore(item, next);
+}
+
+// A thread changed (read, renamed, archived, pinned, new activity): its entry is redrawn and
+// moved to its place, or leaves a list it no longer belongs to.
 onThreadChanged((thread) => {
   const choice = $("threads").querySelector(`button[data-id="${thread.id}"]`);
   if (!choice) return;
@@ -104,15 +156,17 @@ onThreadChanged((thread) => {
     return;
   }
   fillChoice(choice, thread);
+  placeInOrder(choice.closest("li"), thread);
 });
 
-// The list shows the newest first; `older` pages append below.
+// The list shows threads in the server's order; `older` pages append below, leaving out any
+// thread already shown (one that moved up meanwhile).
 function showThreads(threads, { older = false } = {}) {
   const list = $("threads");
   if (!older) list.replaceChildren();
-  for (const thread of [...threads].reverse()) {
+  for (const thread of threads) {
     state.threads.set(thread.id, thread);
-    list.append(threadItem(thread));
+    if (!older || !list.querySelector(`button[data-id="${thread.id}"]`)) list.append(threadItem(thread));
   }
   $("threads-older").hidden = threads.length < PAGE_SIZE;
   if (threads.some(hasInbox)) $("archived-toggle").hidden = false;
@@ -129,6 +183,7 @@ function threadsQuery(extra = {}) {
     project: state.projectId,
     q: $("thread-search").value.trim(),
     archived: showingArchived() ? "true" : "",
+    order: "activity",
     limit: PAGE_SIZE,
     ...extra,
   });
@@ -146,16 +201,25 @@ export async function loadThreads() {
   }
 }
 
+// The next page: the threads listed below the last one shown.
 export async function loadOlderThreads() {
-  const shown = [...$("threads").querySelectorAll("button[data-id]")].map((item) => Number(item.dataset.id));
-  if (!shown.length) return;
+  const last = [...$("threads").querySelectorAll("button[data-id]")].at(-1);
+  if (!last) return;
   try {
-    const { threads } = await get(threadsQuery({ before: Math.min(...shown) }));
+    const { threads } = await get(threadsQuery({ below: Number(last.dataset.id) }));
     showThreads(threads, { older: true });
   } catch (error) {
     say($("threads-state"), error.message, "error");
   }
 }
+
+// A message in a thread of the reader's that is not listed (further down than the pages shown,
+// or not loaded yet): the list is read again, a moment later, so that the thread comes up.
+let relisting = null;
+onUnlistedActivity(() => {
+  clearTimeout(relisting);
+  relisting = setTimeout(loadThreads, SEARCH_DELAY_MS);
+});
 
 // One of the actor's own threads by id, current or archived, or null when it is neither (not
 // the actor's, or no such thread). The API has no read of one thread, so this asks for the page

@@ -73,6 +73,8 @@ export function cookie(name) {
 // Shared state of the page's parts.
 export const state = {
   projectId: null,
+  // The business's projects by id, as last listed (their `creator` says whose they are).
+  projects: new Map(),
   threads: new Map(),
   threadId: null,
   // What the main pane shows: "list" (no thread), "thread", or "runs" (the test runs; the

@@ -1,14 +1,13 @@
 // Just start typing: with no thread open the composer is enabled, and its first send
-// makes the thread it goes to, in the project in view or, with none, in the default project
-// (created on first use). The thread is named from the message's first words, within the name
-// limit, and made unique by a suffix when the name is taken (`thread-exists`); it can be renamed
-// like any other.
+// makes the thread it goes to, in the project in view or, with none of the reader's own in view,
+// in the reader's default project (the server's: `Chats` for the human, created on first use).
+// The thread is named from the message's first words, within the name limit, and made unique by
+// a suffix when the name is taken (`thread-exists`); it can be renamed like any other.
 
-import { ApiError, get, query, write } from "./api.js";
+import { ApiError, write } from "./api.js";
+import { isOwnProject } from "./lists.js";
 import { $, state } from "./page.js";
 
-// The project a chat started with no project in view goes to (docs/decisions/console.md).
-export const DEFAULT_PROJECT = "Chats";
 // A name is the message's first words: a line of the list, not the message again.
 const NAME_WORDS = 8;
 const NAME_MOST = 60;
@@ -44,33 +43,16 @@ export function suffixed(name, n, limit = nameMax()) {
   return `${cut(name, limit - length(suffix)).trimEnd()}${suffix}`;
 }
 
-async function defaultProject() {
-  const find = async () => {
-    const { projects } = await get(query("/api/chat/projects", { limit: 500 }));
-    return projects.find((project) => project.name === DEFAULT_PROJECT) ?? null;
-  };
-  const found = await find();
-  if (found) return found;
-  try {
-    return (await write("/api/chat/projects", { name: DEFAULT_PROJECT })).project;
-  } catch (error) {
-    // Made meanwhile (another tab, the other side): it is the one.
-    if (error instanceof ApiError && error.code === "project-exists") {
-      const made = await find();
-      if (made) return made;
-    }
-    throw error;
-  }
-}
-
-// Makes the thread the first send of `body` goes to, and answers it.
+// Makes the thread the first send of `body` goes to, and answers it: in the project in view
+// when it is the reader's own, else, with no project named, in the reader's default project,
+// which the server finds or makes (the human's never one the tester made).
 export async function startThread(body) {
-  const projectId = state.projectId ?? (await defaultProject()).id;
+  const project = isOwnProject(state.projectId) ? state.projectId : undefined;
   const name = nameFrom(body);
   for (let n = 1; ; n += 1) {
     try {
       const asked = n === 1 ? name : suffixed(name, n);
-      const { thread } = await write("/api/chat/threads", { project: projectId, name: asked });
+      const { thread } = await write("/api/chat/threads", { project, name: asked });
       return thread;
     } catch (error) {
       if (!(error instanceof ApiError && error.code === "thread-exists") || n >= SUFFIXES) throw error;

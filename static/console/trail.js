@@ -19,7 +19,9 @@ const VIA = { console: "via Console", api: "via API", cli: "via CLI" };
 // asked, folded into the run's row. Decided on `kind` (broker TrailKind), never on the text.
 const BOOKKEEPING = new Set(["claim.ended"]);
 // Changes the owner made to its thread: "ada renamed the thread …", no addressee.
-const THREAD_CHANGES = new Set(["thread.renamed", "thread.archived", "thread.unarchived"]);
+const THREAD_CHANGES = new Set([
+  "thread.renamed", "thread.archived", "thread.unarchived", "thread.pinned", "thread.unpinned",
+]);
 const OPEN_KEY = "mosaic.trail.open";
 
 const pane = $("trail-pane");

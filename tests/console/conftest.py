@@ -13,7 +13,7 @@ from playwright.sync_api import Browser, Page, expect, sync_playwright
 from tests.console.api import LiveApi
 from tests.console.assistant import MODEL_NAME, assistant_settings
 from tests.console.browser import LAUNCH_ARGS, require_chromium
-from tests.console.server import LiveServer, serving
+from tests.console.server import HUMAN_USERNAME, PASSWORD, LiveServer, serving
 from tests.support.console_pages import (
     CSP_VIOLATION,
     DESKTOP,
@@ -76,6 +76,15 @@ def browser(chromium: str) -> Iterator[Browser]:
 def tester_api(console_server: LiveServer) -> Iterator[LiveApi]:
     """The live server's API as the tester, as the runner speaks to it."""
     api = LiveApi(console_server.tester_url)
+    yield api
+    api.close()
+
+
+@pytest.fixture
+def human_api(console_server: LiveServer) -> Iterator[LiveApi]:
+    """The live server's API as the human, signed in."""
+    api = LiveApi(console_server.human_url)
+    api.sign_in(HUMAN_USERNAME, PASSWORD)
     yield api
     api.close()
 

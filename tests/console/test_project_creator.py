@@ -1,5 +1,6 @@
 """The human's project list says, in words, which projects the tester created — a
-tester's `launch` beside the human's own never passes as the human's."""
+tester's `launch` beside the human's own never passes as the human's — and keeps them apart, in
+a folded "Tester projects" group under the human's own."""
 
 from __future__ import annotations
 
@@ -26,7 +27,11 @@ def test_human_console_project_list_tags_the_testers_project(
     expect(mine).to_have_attribute("aria-current", "true")
     expect(mine.locator(".tester-tag")).to_have_count(0)
 
-    theirs = projects.get_by_role("button", name=f"{name} (tester) tester", exact=True)
+    expect(projects.get_by_role("button", name=f"{name} (tester) tester")).to_have_count(0)
+    tester_projects = human.get_by_role("list", name="Tester projects", exact=True)
+    theirs = tester_projects.get_by_role("button", name=f"{name} (tester) tester", exact=True)
+    expect(theirs).to_be_hidden()
+    human.locator("#tester-projects-group summary").click()
     expect(theirs.locator(".tester-tag")).to_have_text("tester")
     expect(theirs).to_have_attribute("data-creator", "tester")
 
@@ -34,26 +39,29 @@ def test_human_console_project_list_tags_the_testers_project(
 def test_tester_console_project_list_has_no_tags(
     open_console: OpenConsole, tester_api: LiveApi
 ) -> None:
-    """The tester's side shows every project untagged, as its trail leaves its own rows
-    untagged: the tag is for the human."""
+    """The tester's side shows every project untagged and in one list, as its trail leaves
+    its own rows untagged: the tag and the group are for the human."""
     name = unique("probe")
     tester_api.create_project(name)
     tester = open_console("tester")
     projects = tester.get_by_role("list", name="Projects", exact=True)
     expect(projects.get_by_role("button", name=name, exact=True)).to_be_visible()
     expect(projects.locator(".tester-tag")).to_have_count(0)
+    expect(tester.locator("#tester-projects-group")).to_have_count(0)
 
 
 @pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
 def test_human_console_tester_tag_is_accessible_chosen_or_not(
     open_console: OpenConsole, tester_api: LiveApi, dark: bool
 ) -> None:
-    """axe finds no serious violation with the tag on a chosen project and an unchosen one."""
+    """axe finds no serious violation with the tag on a chosen project and an unchosen one,
+    in the group unfolded."""
     chosen, other = unique("tagged"), unique("tagged")
     tester_api.create_project(chosen)
     tester_api.create_project(other)
     human = open_console("human", dark=dark)
-    projects = human.get_by_role("list", name="Projects", exact=True)
+    human.locator("#tester-projects-group summary").click()
+    projects = human.get_by_role("list", name="Tester projects", exact=True)
     projects.get_by_role("button", name=f"{chosen} tester", exact=True).click()
     expect(projects.get_by_role("button", name=f"{chosen} tester", exact=True)).to_have_attribute(
         "aria-current", "true"

@@ -155,8 +155,8 @@ def send_without_waiting(page: Page, body: str) -> None:
 def test_start_typing_with_no_project_makes_the_default_project(
     open_console: OpenConsole,
 ) -> None:
-    """With no project in view the thread goes to the default project, `Chats`, made on first
-    use and found afterwards (never a second one)."""
+    """With no project in view the thread goes to the side's default project, the tester's
+    `Tester chats`, made on first use by the tester and found afterwards (never a second one)."""
     page = open_console("tester")
     # The page has chosen its project (so it chooses none while the test runs): the test then
     # takes the project out of view, as on a business with none.
@@ -164,20 +164,20 @@ def test_start_typing_with_no_project_makes_the_default_project(
     made = page.evaluate(
         """async () => {
             const { state } = await import("/static/console/page.js");
-            const { startThread, DEFAULT_PROJECT } = await import("/static/console/start.js");
+            const { startThread } = await import("/static/console/start.js");
             state.projectId = null;
             const first = await startThread("first words here");
             const second = await startThread("other words here");
             const { projects } = await (await fetch("/api/chat/projects?limit=500")).json();
+            const named = projects.filter((p) => p.name === "Tester chats");
             return {
-                first: first.project, second: second.project, name: DEFAULT_PROJECT,
-                named: projects.filter((p) => p.name === DEFAULT_PROJECT).map((p) => p.id),
+                first: first.project, second: second.project,
+                named: named.map((p) => [p.id, p.creator]),
             };
         }"""
     )
-    assert made["name"] == "Chats"
     assert made["first"] == made["second"]
-    assert made["named"] == [made["first"]]
+    assert made["named"] == [[made["first"], "tester"]]
 
 
 def test_thread_name_from_first_words_stays_within_the_name_limit(

@@ -8,7 +8,6 @@ the page. Positions and visibility are read from the DOM and bounding boxes, nev
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -25,7 +24,7 @@ from tests.console.pages import (
     trail_rows,
     unique,
 )
-from tests.console.server import HUMAN_USERNAME, PASSWORD, LiveServer
+from tests.console.server import HUMAN_USERNAME, LiveServer
 from tests.support.console_pages import DESKTOP, PHONE, OpenConsole
 from tests.support.model_servers import FakeModel
 
@@ -33,15 +32,6 @@ SIZES = [pytest.param(DESKTOP, id="desktop"), pytest.param(PHONE, id="phone")]
 
 # How many lines the trail shows of a body before "more".
 CLAMP_LINES = 4
-
-
-@pytest.fixture
-def human_api(console_server: LiveServer) -> Iterator[LiveApi]:
-    """The live server's API as the human, signed in."""
-    api = LiveApi(console_server.human_url)
-    api.sign_in(HUMAN_USERNAME, PASSWORD)
-    yield api
-    api.close()
 
 
 def box(locator: Locator) -> dict[str, float]:
