@@ -38,6 +38,7 @@ MODEL_STAMP := .venv-model/.installed
 setup: $(RUN_STAMP)
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py setupdemo
+	$(PY) manage.py testerkey
 
 run: setup
 	$(PY) manage.py serve

@@ -14,12 +14,14 @@ from broker.actors import Actor, ActorKind
 from broker.models import HUMAN, TESTER
 
 # R22: the verbs the tester may call, whatever the transport; renaming, archiving and pinning
-# its own threads among them, and storing and reading the history of its conversation-test runs
+# its own threads among them, a conversation sent whole (`broker.actions.conversations`, the
+# tester's alone), and storing and reading the history of its conversation-test runs
 # (`broker.actions.suite_runs`, the tester's alone).
 TESTER_VERBS = frozenset(
     {
         "project.create",
         "project.list",
+        "instance.list",
         "thread.create",
         "thread.open",
         "thread.send",
@@ -33,6 +35,8 @@ TESTER_VERBS = frozenset(
         "messages.view",
         "trail.read",
         "assistant.stop",
+        "conversation.start",
+        "conversation.continue",
         "suite_run.start",
         "suite_run.record",
         "suite_run.end",

@@ -31,6 +31,7 @@ from broker.models import (
     HUMAN,
     RESERVED_ADDRESSES,
     Decision,
+    Instance,
     Message,
     MessageClass,
     Project,
@@ -145,6 +146,14 @@ def inbox_thread(actor: Actor, *, thread_id: int) -> Thread:
         pk=thread_id, project__business_id=actor.business_id, owner=policy.owner(actor)
     ).select_related("instance")
     return with_inbox(threads).get()
+
+
+@verb("instance.list", ActorKind.HUMAN, ActorKind.TESTER)
+def list_instances(actor: Actor) -> list[Instance]:
+    """The business's instances, by name: a thread names one (both sides see its name), and the
+    tester's OpenAI-compatible endpoint offers each as a model (SPEC §6.1). Few, from the
+    business file: not paged."""
+    return list(Instance.objects.filter(business_id=actor.business_id).order_by("name"))
 
 
 # The thread list's two orders: by id, as every list (SPEC §6), or the inbox's (`by_activity`).

@@ -95,6 +95,12 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = max(
 )
 # The business whose tester the tester listener serves.
 MOSAIC_TESTER_BUSINESS = env.str("MOSAIC_TESTER_BUSINESS", default="demo")
+# SPEC §6.1: the key of the tester's OpenAI-compatible endpoint (`Authorization: Bearer`);
+# unset, the endpoint refuses every request. `make run` writes one into .env on first run
+# (`manage.py testerkey`). A chat completion waits at most MOSAIC_TESTER_API_WAIT_SECONDS
+# without news of its turn, then answers 504; the turn goes on in its thread.
+MOSAIC_TESTER_API_KEY = env.str("MOSAIC_TESTER_API_KEY", default="")
+MOSAIC_TESTER_API_WAIT_SECONDS = env.float("MOSAIC_TESTER_API_WAIT_SECONDS", default=120.0)
 # Assistant runs (SPEC §7): the reply backend, `offline` or `openai` (any OpenAI-compatible
 # chat completions endpoint). The key may stay empty for a local model server.
 MOSAIC_ASSISTANT_BACKEND = env.str("MOSAIC_ASSISTANT_BACKEND", default="offline")

@@ -20,8 +20,9 @@ from broker.actors import Actor
 from chat.gates import PROXY_SECRET_HEADER, JsonBody, SameOriginFetch, is_write
 
 # L4: the only writes the tester may make, (method, route) exactly — the chat writes, the
-# changes to its own threads and their read marks, the tester's stop, and the three writes of
-# its suite runs' history (start, record a case, end).
+# changes to its own threads and their read marks, the tester's stop, the three writes of its
+# suite runs' history (start, record a case, end), and a chat completion of its
+# OpenAI-compatible endpoint (SPEC §6.1).
 TESTER_WRITES = frozenset(
     {
         ("POST", "chat-projects"),
@@ -34,6 +35,7 @@ TESTER_WRITES = frozenset(
         ("POST", "suite-runs"),
         ("POST", "suite-run-cases"),
         ("POST", "suite-run-end"),
+        ("POST", "openai-chat-completions"),
     }
 )
 TESTER_WRITE_ROUTES = frozenset(name for _, name in TESTER_WRITES)
@@ -72,7 +74,10 @@ class TesterActorRequired(BasePermission):
 class TesterFence(BasePermission):
     """L4: a tester write is an allow-listed method on an allow-listed route, exactly."""
 
-    message = "The tester listener permits only chat writes, the tester's stop and its suite runs."
+    message = (
+        "The tester listener permits only chat writes, the tester's stop, its suite runs and "
+        "chat completions."
+    )
     code = refusals.TESTER_REFUSED
 
     def has_permission(self, request: Request, view: Any) -> bool:

@@ -12,6 +12,7 @@ from mosaic.edge.answers import refuse
 from mosaic.edge.listener import build_listener
 from mosaic.edge.ports import LOOPBACK
 from mosaic.edge.sockets import websocket_routes
+from tester.openai.errors import openai_shaped
 
 
 def tester_host_only(app: ASGIApp) -> ASGIApp:
@@ -57,7 +58,12 @@ def tester_origins() -> list[str]:
     return [f"http://127.0.0.1:{settings.MOSAIC_TESTER_PORT}"]
 
 
+def tester_guard(app: ASGIApp) -> ASGIApp:
+    """L8, with every error under `/v1/` in OpenAI's shape, its own included (SPEC §6.1)."""
+    return openai_shaped(tester_host_only(app))
+
+
 def build_tester_application(django_http: ASGIApp) -> ASGIApp:
     """The tester listener: L8 first, then HTTP and WebSockets (L7); no session is read."""
     sockets = websocket_routes("tester")
-    return build_listener("tester", tester_host_only, django_http, tester_origins, sockets)
+    return build_listener("tester", tester_guard, django_http, tester_origins, sockets)

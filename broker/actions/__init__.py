@@ -13,6 +13,7 @@ re-exported here (`actions.send_to_thread`):
 - `claims`: claims opened, renewed and ended; the stop (R13), an instance's end (R14), the reaper.
 - `turns`: a run's attempts at a turn (`turn.start`, `turn.draft`, `turn.fail`).
 - `messages`: `message.send` and consultations (R23).
+- `conversations`: a conversation sent whole, mapped onto a tester thread (SPEC §6.1).
 - `tasks`: tasks (R15), decisions (R19) and system notices (R17).
 - `suite_runs`: the tester's stored test runs (R22's `suite_run.*`), used as a module.
 - `tester_purge`: old tester data deleted under purge permits, used as a module.
@@ -33,6 +34,7 @@ from broker.actions.claims import (
     renew_claim,
     stop_assistant,
 )
+from broker.actions.conversations import continue_conversation, start_conversation
 from broker.actions.messages import consult, expire_consultation, send_message
 from broker.actions.streams import (
     appending,
@@ -70,6 +72,7 @@ __all__ = [
     "archive_thread",
     "change_thread",
     "consult",
+    "continue_conversation",
     "create_decision",
     "create_project",
     "create_task",
@@ -97,6 +100,7 @@ __all__ = [
     "renew_claim",
     "send_message",
     "send_to_thread",
+    "start_conversation",
     "start_turn",
     "stop_assistant",
 ]

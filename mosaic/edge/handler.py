@@ -45,6 +45,7 @@ from chat.errors import UNAVAILABLE_RETRY_AFTER
 from mosaic.edge import metrics
 from mosaic.edge.admission import AdmissionPolicy
 from mosaic.edge.answers import refuse
+from mosaic.edge.loop_answers import LoopAnswer, answer_on_loop
 
 logger = logging.getLogger("mosaic.chat")
 
@@ -162,14 +163,35 @@ class PooledHandler(ASGIHandler):
                 )
                 return
             try:
-                await self.send_response(response, send)
+                if isinstance(response, LoopAnswer):
+                    await answer_on_loop(
+                        response,
+                        read=self.read,
+                        receive=receive,
+                        send=send,
+                        send_response=self.send_response,
+                    )
+                else:
+                    await self.send_response(response, send)
             finally:
                 if response.streaming:
-                    # Rare here (static files are served before this handler); its
+                    # A `LoopAnswer` (static files are served before this handler); its
                     # `request_finished` runs on a thread of asgiref's.
                     await sync_to_async(response.close, thread_sensitive=False)()
         finally:
             body_file.close()
+
+    async def read(self, func: Callable[[], T], /) -> T:
+        """A `LoopAnswer`'s read, on a worker between Django's request signals, so the worker's
+        connection is kept or returned as after a request (`mosaic.edge.loop_answers`)."""
+        return await self.workers.run(self._read_on_worker, func)
+
+    def _read_on_worker(self, func: Callable[[], T]) -> T:
+        signals.request_started.send(sender=self.__class__, scope=None)
+        try:
+            return func()
+        finally:
+            signals.request_finished.send(sender=self.__class__)
 
     def respond(self, scope: MutableMapping[str, Any], body_file: Any) -> HttpResponseBase:
         """The whole sync request path, on a worker, from building the request on (a refused

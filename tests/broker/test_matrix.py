@@ -11,7 +11,7 @@ from broker import actions, policy, refusals, selectors, steps
 from broker.access import COUNTS_AS, VERBS
 from broker.actions import suite_runs
 from broker.actors import Actor, ActorKind
-from broker.models import Business, Message, Thread, ThreadOpen, TrailRow
+from broker.models import Business, Message, Thread, ThreadOpen, TrailRow, Via
 from broker.refusals import Refusal
 from broker.steps import ToolCall
 from broker.tools import Toolbox
@@ -211,6 +211,7 @@ def test_tester_verb_while_tester_off_refuses_tester_off(
     calls: dict[str, Callable[[], Any]] = {
         "project.create": lambda: actions.create_project(tester, name="p"),
         "project.list": lambda: selectors.list_projects(tester),
+        "instance.list": lambda: selectors.list_instances(tester),
         "thread.create": lambda: actions.create_thread(tester, project_id=1, name="t"),
         "thread.open": lambda: actions.open_thread(tester, thread_id=1),
         "thread.send": lambda: actions.send_to_thread(tester, thread_id=1, body="b"),
@@ -224,6 +225,12 @@ def test_tester_verb_while_tester_off_refuses_tester_off(
         "messages.view": lambda: selectors.messages_view(tester),
         "trail.read": lambda: selectors.read_trail(tester),
         "assistant.stop": lambda: actions.stop_assistant(tester),
+        "conversation.start": lambda: actions.start_conversation(
+            tester, project="p", instance="assistant", name="t", body="b", via=Via.API
+        ),
+        "conversation.continue": lambda: actions.continue_conversation(
+            tester, instance="assistant", history=[("user", "a")], body="b", via=Via.API
+        ),
         "suite_run.start": lambda: suite_runs.start_suite_run(tester, suites=["smoke"]),
         "suite_run.record": lambda: suite_runs.record_suite_case(
             tester,
@@ -256,6 +263,7 @@ def test_verb_declares_who_it_serves(verb: str, kinds: frozenset[ActorKind]) -> 
     human_verbs = {
         "project.create",
         "project.list",
+        "instance.list",
         "thread.create",
         "thread.open",
         "thread.send",

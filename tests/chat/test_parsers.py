@@ -8,6 +8,7 @@ from broker.models import Message, Project, Thread
 from chat.api.parsers import DEPTH_MAX
 from tests.support.listener_routes import routes
 from tests.support.listeners import HUMAN, TESTER, ListenerClient
+from tests.tester.openai_support import KEY, bearer, is_openai_path, refusal_code
 
 DEEP = b"[" * 2000
 
@@ -33,13 +34,18 @@ def test_post_deeply_nested_body_is_invalid_and_stores_nothing(
     human_client: ListenerClient,
     human_thread_id: int,
     tester_thread_id: int,
+    settings,
 ) -> None:
-    """`"[" * 2000` on any write route of either listener: 400 `invalid`, nothing stored."""
+    """`"[" * 2000` on any write route of either listener: 400 `invalid`, nothing stored (the
+    tester's OpenAI-compatible route with its key, refused in OpenAI's shape)."""
     client = human_client if signed_in else ListenerClient(route.listener)
     thread_id = tester_thread_id if route.listener == TESTER else human_thread_id
+    path = route.path(str(thread_id))
+    settings.MOSAIC_TESTER_API_KEY = KEY
+    key = bearer() if is_openai_path(path) else {}
     before = stored()
-    response = client.request(route.write_method, route.path(str(thread_id)), content=DEEP)
-    assert (response.status_code, response.json()["error"]) == (400, "invalid")
+    response = client.request(route.write_method, path, content=DEEP, headers=key)
+    assert (response.status_code, refusal_code(response)) == (400, "invalid")
     assert stored() == before
 
 

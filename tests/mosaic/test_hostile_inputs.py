@@ -26,6 +26,7 @@ from tests.support.businesses import make_business
 from tests.support.listener_routes import Route, routes
 from tests.support.listeners import HUMAN, TESTER, ListenerClient, application
 from tests.support.listeners import test_database_kept_open as database_kept_open
+from tests.tester.openai_support import KEY, bearer, is_openai_path, openai_error
 
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
 READS = ("GET", "HEAD", "OPTIONS")
@@ -88,7 +89,8 @@ def requests(route: Route, thread_id: int, *, every: bool) -> Iterator[tuple[str
 
 async def problems(client: ListenerClient, asked: list[tuple[Route, str, str, bytes]]) -> list[str]:
     """What went wrong: a 5xx, or a refusal (or an API answer) that is not `{"error", "detail"}`
-    JSON. One HTTP client for the whole walk; Django's views still run on the test's thread."""
+    JSON — OpenAI's error shape under `/v1/`, asked with the tester's key (SPEC §6.1). One HTTP
+    client for the whole walk; Django's views still run on the test's thread."""
     found = []
     transport = httpx.ASGITransport(app=application(client.listener), client=("127.0.0.1", 50000))
     async with httpx.AsyncClient(
@@ -96,6 +98,8 @@ async def problems(client: ListenerClient, asked: list[tuple[Route, str, str, by
     ) as http:
         for route, method, path, body in asked:
             headers = {} if method in READS else client.write_headers()
+            if is_openai_path(path):
+                headers.update(bearer())
             response = await http.request(method, path, content=body, headers=headers)
             where = f"{client.listener} {method} {path} {body[:24]!r}"
             json_expected = response.status_code >= 400 or route.name not in NOT_JSON
@@ -107,11 +111,14 @@ async def problems(client: ListenerClient, asked: list[tuple[Route, str, str, by
                 found.append(
                     f"{where}: {response.status_code} {response.headers.get('content-type')}"
                 )
-            elif (
-                method != "HEAD"
-                and response.status_code >= 400
-                and set(response.json()) != {"error", "detail"}
-            ):
+            elif method == "HEAD" or response.status_code < 400:
+                continue
+            elif is_openai_path(path):
+                try:
+                    openai_error(response)
+                except AssertionError:
+                    found.append(f"{where}: {response.status_code} {response.text}")
+            elif set(response.json()) != {"error", "detail"}:
                 found.append(f"{where}: {response.status_code} {response.text}")
     return found
 
@@ -127,8 +134,10 @@ def test_every_route_and_method_with_hostile_input_answers_json_below_500(
     human_client: ListenerClient,
     human_thread_id: int,
     tester_thread_id: int,
+    settings,
 ) -> None:
     """Each route × method, each hostile input: below 500, refusals JSON, nothing stored."""
+    settings.MOSAIC_TESTER_API_KEY = KEY
     client = human_client if signed_in else ListenerClient(listener)
     thread_id = tester_thread_id if listener == TESTER else human_thread_id
     # Someone not signed in is refused before any input is read, except by sign-in itself.

@@ -18,8 +18,8 @@ READ_ONLY_ROUTES = [
 
 def test_fence_allow_list_names_exactly_the_chat_writes_stop_and_suite_runs() -> None:
     """L4: the chat writes (the tester's own threads renamed, archived and read among them),
-    the tester's stop, and its suite runs' three writes (start, record, end), each with its
-    one method, nothing else."""
+    the tester's stop, its suite runs' three writes (start, record, end) and a chat completion
+    of its OpenAI-compatible endpoint (SPEC §6.1), each with its one method, nothing else."""
     assert {
         ("POST", "chat-projects"),
         ("POST", "chat-threads"),
@@ -31,6 +31,7 @@ def test_fence_allow_list_names_exactly_the_chat_writes_stop_and_suite_runs() ->
         ("POST", "suite-runs"),
         ("POST", "suite-run-cases"),
         ("POST", "suite-run-end"),
+        ("POST", "openai-chat-completions"),
     } == TESTER_WRITES
     assert {route.name for route in routes(TESTER)} >= TESTER_WRITE_ROUTES
 

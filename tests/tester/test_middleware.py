@@ -10,6 +10,7 @@ from rest_framework.test import APIRequestFactory
 from tester.gates import TESTER_WRITES, TesterFence
 from tests.support.listener_routes import routes
 from tests.support.listeners import TESTER, ListenerClient
+from tests.tester.openai_support import refusal_code
 
 WRITE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
 
@@ -27,7 +28,7 @@ def test_fence_write_to_any_route_outside_the_allow_list_is_tester_refused_json(
         for method in WRITE_METHODS
         if (method, route.name) not in TESTER_WRITES
     }
-    assert {asked: (r.status_code, r.json()["error"]) for asked, r in answers.items()} == (
+    assert {asked: (r.status_code, refusal_code(r)) for asked, r in answers.items()} == (
         dict.fromkeys(answers, (403, "tester-refused"))
     )
     assert broker_calls == []
@@ -68,6 +69,10 @@ def test_fence_write_to_a_path_that_is_no_route_here_is_not_found(
         ("GET", "/api/suite-runs/1", True),
         ("POST", "/api/suite-runs/1", False),
         ("PATCH", "/api/suite-runs/1/end", False),
+        ("POST", "/v1/chat/completions", True),
+        ("GET", "/v1/models", True),
+        ("POST", "/v1/models", False),
+        ("PUT", "/v1/chat/completions", False),
         ("POST", None, False),
     ],
 )

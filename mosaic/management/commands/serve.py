@@ -92,9 +92,11 @@ class Command(BaseCommand):
             )
         if listener in ("both", "tester"):
             endpoints.append((tester_host, settings.MOSAIC_TESTER_PORT))
+            tester = f"http://{tester_host}:{settings.MOSAIC_TESTER_PORT}"
             self.stdout.write(
-                f"tester Console:  http://{tester_host}:{settings.MOSAIC_TESTER_PORT}/"
-                "  (no sign-in; every change there is recorded as tester)"
+                f"tester Console:  {tester}/"
+                "  (no sign-in; every change there is recorded as tester)\n"
+                f"OpenAI API:      {tester}/v1  (the tester's; key: MOSAIC_TESTER_API_KEY)"
             )
         ops_port: int = settings.MOSAIC_OPS_PORT
         if listener == "ops" or (listener == "both" and ops_port):
