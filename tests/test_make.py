@@ -86,6 +86,8 @@ def test_make_run_serves_both_listeners(tmp_path: Path) -> None:
         # Not the default 7334: tests run side by side.
         "MOSAIC_OPS_PORT": "0",
         "MOSAIC_DEMO_PASSWORD": "make-run-password",
+        # Set, so the run writes no key into the checkout's .env (`manage.py testerkey`).
+        "MOSAIC_TESTER_API_KEY": "make-run-key",
         "MOSAIC_ASSISTANT_BACKEND": "offline",
         "PYTHONUNBUFFERED": "1",
     }
@@ -117,7 +119,9 @@ def test_make_run_serves_both_listeners(tmp_path: Path) -> None:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
     assert human.status_code < 500 and tester.status_code == 200, (human, tester)
-    assert "human Console:" in log.read_text(errors="replace")
+    printed = log.read_text(errors="replace")
+    assert "human Console:" in printed
+    assert "tester API key: the value of MOSAIC_TESTER_API_KEY" in printed
 
 
 def test_cluster_tests_on_missing_database_end_clean() -> None:

@@ -69,7 +69,12 @@ def read_request(data: Any) -> Asked:
     """The conversation `data` holds, or `Unreadable` saying why it is none."""
     if not isinstance(data, dict):
         raise Unreadable("The body must be a JSON object.")
-    ignored = {_plain(name) for name in data if name not in READ_FIELDS}
+    # A field sent as null sets nothing: not named.
+    ignored = {
+        _plain(name)
+        for name, value in data.items()
+        if name not in READ_FIELDS and value is not None
+    }
     model = data.get("model")
     if not isinstance(model, str) or not model:
         raise Unreadable(

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import re
 import secrets
-from typing import Any
+from typing import Any, NoReturn
 
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema
+from rest_framework.exceptions import PermissionDenied
 from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -81,6 +82,12 @@ class OpenAIView(ChatView):
 
     def perform_authentication(self, request: Request) -> None:
         """Lazily: the gates read `request.auth` when their turn comes."""
+
+    def permission_denied(
+        self, request: Request, message: str | None = None, code: str | None = None
+    ) -> NoReturn:
+        """A gate's refusal as it is: DRF's own would read the key first, to answer 401."""
+        raise PermissionDenied(detail=message, code=code)
 
     def get_exception_handler(self) -> Any:
         return openai_exception_handler

@@ -5,6 +5,7 @@ from __future__ import annotations
 from broker import actions
 from broker.actors import Actor
 from broker.models import Message, MessageClass, Project, Thread, ThreadClaim
+from broker.replies import ReplyRecord
 
 
 def project(actor: Actor, name: str = "product") -> Project:
@@ -21,16 +22,19 @@ def claim(run: Actor, thread_: Thread) -> ThreadClaim:
     return opened
 
 
-def reply(run: Actor, thread_: Thread, turn: Message, body: str = "reply") -> Message:
-    """The run's RESULT to `turn`, through a claim of the thread it opens and then ends."""
-    opened = claim(run, thread_)
+def reply(
+    run: Actor, turn: Message, body: str = "reply", record: ReplyRecord | None = None
+) -> Message:
+    """The run's reply to `turn` (R12), under a claim of its own that it then releases."""
+    held = claim(run, turn.thread)
     answer = actions.send_message(
         run,
         to=turn.from_role,
+        body=body,
         message_class=MessageClass.RESULT,
         in_reply_to=turn.pk,
-        claim_id=opened.pk,
-        body=body,
+        claim_id=held.pk,
+        record=record,
     )
-    actions.end_claim(run, claim_id=opened.pk)
+    actions.end_claim(run, claim_id=held.pk)
     return answer

@@ -42,7 +42,7 @@ def test_a_reply_moves_its_thread_to_the_top(
     assert by_activity(human) == ["a", "c", "b"]
     actions.send_to_thread(human, thread_id=threads["b"].pk, body="and you")
     assert by_activity(human) == ["b", "a", "c"]
-    factories.reply(assistant_run, threads["a"], turn)
+    factories.reply(assistant_run, turn)
     assert by_activity(human) == ["a", "b", "c"]
 
 
@@ -53,7 +53,7 @@ def test_last_activity_is_the_newest_message_or_the_creation(
     time, else the thread's creation; a claim's end is no activity."""
     threads = threads_of(human, product, "talked", "quiet")
     turn = actions.send_to_thread(human, thread_id=threads["talked"].pk, body="hi").message
-    answer = factories.reply(assistant_run, threads["talked"], turn)
+    answer = factories.reply(assistant_run, turn)
     talked = Thread.objects.get(pk=threads["talked"].pk)
     quiet = Thread.objects.get(pk=threads["quiet"].pk)
     assert talked.active_at == answer.created_at

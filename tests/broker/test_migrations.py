@@ -158,7 +158,7 @@ def test_migrate_0017_gives_stored_threads_their_last_activity(
     product = factories.project(human)
     talked, quiet = (factories.thread(human, product, name) for name in ("talked", "quiet"))
     turn = actions.send_to_thread(human, thread_id=talked.pk, body="hi").message
-    answer = factories.reply(assistant_run, talked, turn)
+    answer = factories.reply(assistant_run, turn)
 
     migrate(("broker", "0016_threads_and_tasks_never_deleted"))
     migrate(("broker", "0017_thread_activity_and_pins"))

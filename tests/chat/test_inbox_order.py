@@ -52,7 +52,7 @@ def test_a_reply_moves_the_thread_to_the_top_of_the_activity_order(
     client.post(f"/api/chat/threads/{ids['b']}/messages", {"body": "hi"})
     assert by_activity(client) == ["b", "a", "c"]
     thread = Thread.objects.get(pk=ids["a"])
-    factories.reply(assistant_run, thread, thread.messages.order_by("-pk")[0])
+    factories.reply(assistant_run, thread.messages.order_by("-pk")[0])
     assert by_activity(client, f"&project={project_id}") == ["a", "b", "c"]
     listed = client.get("/api/chat/threads").json()["threads"]
     assert [thread["name"] for thread in listed] == ["a", "b", "c"]
