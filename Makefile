@@ -35,6 +35,18 @@ MODEL_STAMP := .venv-model/.installed
 	.venv-$*/bin/python -m pip install --quiet --disable-pip-version-check -r $<
 	touch $@
 
+# promptfoo, a peer of the tester's OpenAI-compatible endpoint (SPEC §6.1): Node.js from PyPI
+# in .venv-promptfoo, then promptfoo by npm, pinned by examples/promptfoo/package-lock.json
+# (about 1.5 GB; some 80 s here).
+PROMPTFOO_STAMP := .venv-promptfoo/.promptfoo-installed
+
+$(PROMPTFOO_STAMP): .venv-promptfoo/.installed examples/promptfoo/package.json \
+		examples/promptfoo/package-lock.json
+	cp examples/promptfoo/package.json examples/promptfoo/package-lock.json .venv-promptfoo/
+	PATH="$(CURDIR)/.venv-promptfoo/bin:$$PATH" .venv-promptfoo/bin/npm ci \
+		--prefix .venv-promptfoo --no-audit --no-fund --loglevel=error
+	touch $@
+
 setup: $(RUN_STAMP)
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py setupdemo
@@ -54,7 +66,7 @@ check-code: $(STAMP)
 # The suite on TEST_WORKERS processes (pytest-xdist; tests/support/workers.py keeps them apart):
 # `make suite TEST_WORKERS=0` runs it in one.
 TEST_WORKERS ?= 2
-suite: $(STAMP) $(LITELLM_STAMP)
+suite: $(STAMP) $(LITELLM_STAMP) $(PROMPTFOO_STAMP)
 	$(PY) -m pytest -n $(TEST_WORKERS)
 
 # The end-to-end reply cases on a real model (docs/testing.md): llama-cpp-python's
@@ -121,4 +133,4 @@ screenshots: $(STAMP)
 	$(PY) -m tests.console.screenshots $(SCREENSHOTS)
 
 clean:
-	rm -rf $(VENV) .venv-litellm .venv-model .pytest_cache .mypy_cache .ruff_cache staticfiles
+	rm -rf $(VENV) .venv-litellm .venv-model .venv-promptfoo .pytest_cache .mypy_cache .ruff_cache staticfiles
