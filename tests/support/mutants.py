@@ -271,6 +271,30 @@ MUTANTS = (
         ),
         suspects=("tests/broker/test_consult.py",),
     ),
+    Mutant(
+        "M23",
+        "the tester's OpenAI-compatible endpoint takes any bearer token for its key",
+        "tester/openai/gates.py",
+        (
+            (
+                "return hmac.compare_digest(token.strip().encode(), key.encode())",
+                "return True",
+            ),
+        ),
+        suspects=("tests/tester/test_openai_listener.py",),
+    ),
+    Mutant(
+        "M24",
+        "a conversation goes on in the tester's thread whatever history the request sends",
+        "broker/actions/conversations.py",
+        (
+            (
+                "if history_of(candidate, role=actor.role) == wanted:",
+                "if True:",
+            ),
+        ),
+        suspects=("tests/broker/test_conversations.py",),
+    ),
 )
 
 
