@@ -8,7 +8,7 @@ from broker.models import Message, Project, Thread
 from chat.api.parsers import DEPTH_MAX
 from tests.support.listener_routes import routes
 from tests.support.listeners import HUMAN, TESTER, ListenerClient
-from tests.tester.openai_support import KEY, bearer, is_openai_path, refusal_code
+from tests.support.openai_api import KEY, bearer, is_openai_path, refusal_code
 
 DEEP = b"[" * 2000
 

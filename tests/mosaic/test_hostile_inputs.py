@@ -26,7 +26,7 @@ from tests.support.businesses import make_business
 from tests.support.listener_routes import Route, routes
 from tests.support.listeners import HUMAN, TESTER, ListenerClient, application
 from tests.support.listeners import test_database_kept_open as database_kept_open
-from tests.tester.openai_support import KEY, bearer, is_openai_path, openai_error
+from tests.support.openai_api import KEY, bearer, is_openai_path, openai_error
 
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
 READS = ("GET", "HEAD", "OPTIONS")

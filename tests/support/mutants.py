@@ -25,9 +25,9 @@ ROOT = Path(__file__).resolve().parents[2]
 COPY_IGNORE = shutil.ignore_patterns(
     ".venv*", ".git", "__pycache__", "*.sqlite3*", ".mypy_cache", ".ruff_cache", "staticfiles"
 )
-# The model servers' virtualenvs (.venv-litellm is most of a gigabyte) are linked into the copy,
+# The peers' virtualenvs (.venv-litellm is most of a gigabyte, .venv-promptfoo more) are linked,
 # not copied: no mutant touches them.
-LINKED = (".venv-litellm", ".venv-model")
+LINKED = (".venv-litellm", ".venv-model", ".venv-promptfoo")
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from rest_framework.test import APIRequestFactory
 from tester.gates import TESTER_WRITES, TesterFence
 from tests.support.listener_routes import routes
 from tests.support.listeners import TESTER, ListenerClient
-from tests.tester.openai_support import refusal_code
+from tests.support.openai_api import refusal_code
 
 WRITE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
 

@@ -15,14 +15,14 @@ import openai
 import pytest
 
 from tests.console.api import LiveApi
-from tests.tester.conftest import Served, human_left_alone, served
-from tests.tester.openai_support import (
+from tests.support.openai_api import (
     KEY,
     SLOW_PIECES,
     WAIT_SECONDS,
     OpenAIServer,
     openai_server,
 )
+from tests.support.served import Served, human_left_alone, served
 
 HELLO = [{"role": "user", "content": "hello there"}]
 STOP_SECONDS = 20.0

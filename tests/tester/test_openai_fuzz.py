@@ -17,8 +17,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.listeners import TESTER, ListenerClient
-from tests.tester.openai_support import bearer, openai_error, tester_key  # noqa: F401
+from tests.support.listeners import TESTER, ListenerClient
+from tests.support.openai_api import bearer, openai_error, tester_key  # noqa: F401
 
 EXAMPLES = int(os.environ.get("MOSAIC_FUZZ_EXAMPLES", "10")) * 20
 

@@ -21,8 +21,8 @@ from broker.models import Business, Message, MessageClass, Project, ReplyState, 
 from broker.replies import ReplyRecord
 from tester.openai.errors import openai_shaped
 from tests.broker import factories
-from tests.listeners import TESTER, ListenerClient, call, http_scope
-from tests.tester.openai_support import (  # noqa: F401 (a fixture)
+from tests.support.listeners import TESTER, ListenerClient, call, http_scope
+from tests.support.openai_api import (  # noqa: F401 (a fixture)
     KEY,
     bearer,
     openai_error,

@@ -18,8 +18,8 @@ import openai
 import pytest
 
 from tests.console.api import LiveApi
-from tests.model_servers import ROOT, LiteLLMProxy
-from tests.tester.openai_support import KEY, OpenAIServer, openai_server
+from tests.support.model_servers import ROOT, LiteLLMProxy
+from tests.support.openai_api import KEY, OpenAIServer, openai_server
 
 PROMPTFOO_HOME = ROOT / ".venv-promptfoo"
 PROMPTFOO = PROMPTFOO_HOME / "node_modules" / ".bin" / "promptfoo"

@@ -15,7 +15,7 @@ import pytest
 
 from broker.business_file import DEMO_FILE
 from tests.console.server import LiveServer, serving
-from tests.model_servers import FakeModel, serve_fake_model
+from tests.support.model_servers import FakeModel, serve_fake_model
 
 KEY = "mt-test-key-of-the-suite"
 
