@@ -145,10 +145,10 @@ def test_unread_counts_what_the_other_end_sent_after_the_mark_per_side(
     """Each side's count is of its own thread, of messages its side did not send, after its
     own mark; one side's reading never moves the other's."""
     first = actions.send_to_thread(human, thread_id=mine.pk, body="one").message
-    answer = reply(assistant_run, mine, first)
+    answer = reply(assistant_run, first)
     actions.send_to_thread(human, thread_id=mine.pk, body="two")
     probe_turn = actions.send_to_thread(tester, thread_id=probe.pk, body="probe").message
-    reply(assistant_run, probe, probe_turn)
+    reply(assistant_run, probe_turn)
     actions.post_notice(Actor.system(business_id=human.business_id), body="note")
     assert (listed(human)["mine"].unread, listed(tester)["probe"].unread) == (2, 1)
     marked = actions.mark_read(human, thread_id=mine.pk, up_to=answer.pk)
@@ -264,7 +264,7 @@ def test_trail_rows_say_their_kind_on_data(
     """Consoles decide on `kind`, never on the text: turns, replies, a claim's end, a stop,
     an instance's end."""
     turn = actions.send_to_thread(human, thread_id=mine.pk, body="hi").message
-    reply(assistant_run, mine, turn)
+    reply(assistant_run, turn)
     actions.send_to_thread(human, thread_id=mine.pk, body="again")
     factories.claim(assistant_run, mine)
     actions.stop_assistant(human, thread_id=mine.pk)
@@ -293,7 +293,7 @@ def test_send_records_its_channel_and_keeps_the_stored_sender(
 
 def test_reply_has_no_channel(human: Actor, assistant_run: Actor, mine: Thread) -> None:
     turn = actions.send_to_thread(human, thread_id=mine.pk, body="hi").message
-    answer = reply(assistant_run, mine, turn)
+    answer = reply(assistant_run, turn)
     assert (answer.via, TrailRow.objects.get(message=answer).via) == (None, None)
 
 
