@@ -290,6 +290,16 @@ async function load() {
   else remember();
 }
 
+// On load the focus goes to the composer wherever it is shown (a wide screen; a phone shows the
+// list first), so text typed at once lands there and, with no thread open, starts a chat. A
+// reader who already moved the focus keeps it.
+function focusComposer() {
+  const composer = $("composer-body");
+  if (composer.disabled || !composer.checkVisibility()) return;
+  if (document.activeElement && document.activeElement !== document.body) return;
+  composer.focus();
+}
+
 function start() {
   // Signed in, but not the business's human (staff): the page says whose Console it is.
   if (document.body.dataset.visitor === "other") return;
@@ -297,6 +307,7 @@ function start() {
   showBlank();
   showView("list");
   showTab("threads");
+  focusComposer();
   onReconnect(() => {
     if (state.projectId === null || !trailStarted) load();
   });

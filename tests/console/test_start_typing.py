@@ -56,6 +56,31 @@ def new_chat(page: Page, size: str) -> None:
     expect(composer(page)).to_be_focused()
 
 
+@pytest.mark.parametrize("listener", ["human", "tester"])
+def test_text_typed_at_once_after_loading_lands_in_the_composer(
+    open_console: OpenConsole, listener: str
+) -> None:
+    """On a wide screen the composer has the focus once the page loads (after the sign-in on
+    the human's), so text typed at once is in it, and its send starts a chat."""
+    page = open_console(listener)
+    expect(composer(page)).to_be_focused()
+    words = unique("typed at once")
+    page.keyboard.type(words)
+    expect(composer(page)).to_have_value(words)
+    page.keyboard.press("Enter")
+    expect(messages(page).locator(f'[data-from="{listener}"] .body')).to_have_text([words])
+
+
+def test_phone_shows_the_list_first_and_gives_the_composer_no_focus(
+    open_console: OpenConsole,
+) -> None:
+    """A phone shows the list first: no composer is shown, so none takes the focus (nor opens
+    the on-screen keyboard)."""
+    page = open_console("human", viewport=PHONE)
+    expect(page.locator("#sidebar")).to_be_visible()
+    expect(composer(page)).not_to_be_focused()
+
+
 @pytest.mark.parametrize(("listener", "size", "dark"), CONSOLES)
 def test_start_typing_with_no_thread_open_makes_thread_named_from_first_words(
     open_console: OpenConsole, listener: str, size: str, dark: bool
