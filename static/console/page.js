@@ -12,6 +12,17 @@ export const me = listener;
 // listener has no such routes): only the tester's page shows it, or asks for it.
 export const hasTestRuns = listener === "tester";
 
+// The Console's words for the ends of a message or a row: the reader is "You", every other end
+// is named by its role (an instance's name, "tester"). The broker's stored labels (R16,
+// "human to assistant: …") are the contract and stay as they are; these are for reading.
+export function nameOf(role, { first = false } = {}) {
+  if (role !== me) return role;
+  return first ? "You" : "you";
+}
+
+// "You to assistant", "assistant to you", "assistant to reviewer".
+export const endsOf = (from, to) => `${nameOf(from, { first: true })} to ${nameOf(to)}`;
+
 export const $ = (id) => document.getElementById(id);
 
 export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -6,7 +6,7 @@ import { checkConnection, onReconnect, openStream } from "./connection.js";
 import { loadDraft, saveDraft } from "./drafts.js";
 import { copyButton, plain, rendered } from "./markdown.js";
 import { markRead, showThreadActions } from "./inbox.js";
-import { $, button, canSend, element, me, newKey, say, state, timeOf } from "./page.js";
+import { $, button, canSend, element, endsOf, me, newKey, say, state, timeOf } from "./page.js";
 import { rowList } from "./rows.js";
 import { forgetTurns, trackTurn, turnChanged, turnState, whenRetried } from "./runstate.js";
 import { showNewest } from "./follow.js";
@@ -45,13 +45,21 @@ function rawToggle(message, item) {
   return toggle;
 }
 
+// Who wrote a message, in words: "You" for the reader's own, the instance's name for what it
+// wrote to the reader, both ends for what two instances said to each other (a consultation, R23).
+function writerOf(message) {
+  if (message.from_role === me) return "You";
+  if (message.to_role === me) return message.from_role;
+  return endsOf(message.from_role, message.to_role);
+}
+
 function renderMessage(message) {
   const item = element("li", message.from_role === me ? "message mine" : "message");
   item.dataset.from = message.from_role;
   item.dataset.to = message.to_role;
   item.dataset.class = message.class ?? "";
-  const meta = element("div", "meta", `${message.from_role} to ${message.to_role} · `);
-  meta.append(timeOf(message.created_at));
+  const meta = element("div", "meta");
+  meta.append(element("span", "writer", writerOf(message)), " · ", timeOf(message.created_at));
   if (message.finish_reason === "length") meta.append(" · cut off");
   const markdown = RENDERED_CLASSES.has(message.class);
   // The whole answer as written (its markdown), whichever way it is shown.

@@ -1,13 +1,14 @@
 // The live trail: every row on the bus the actor may read (R20), each row in plain words built
-// from its fields ("ada via Console to assistant"; the stored `text`, R16's label and the body,
-// stays on the row as `data-text`), tester rows marked as the tester's (R16). It can be filtered
+// from its fields, the same words as the thread's ("You to assistant", "assistant to you", and
+// on the human's trail "tester to assistant"; the stored `text`, R16's label and the body, stays
+// on the row as `data-text`), tester rows marked as the tester's (R16). It can be filtered
 // (all, messages, the tester's), shows bookkeeping (claims and leases) only when asked, clamps
 // long bodies to a few lines with "more", and folds away on a wide screen, remembered.
 
 import { get, query } from "./api.js";
 import { openStream } from "./connection.js";
 import { noteTrailRow } from "./inbox.js";
-import { $, element, listener, say, state, timeOf } from "./page.js";
+import { $, element, endsOf, listener, nameOf, say, state, timeOf } from "./page.js";
 import { rowList } from "./rows.js";
 
 const PAGE_SIZE = 50;
@@ -23,12 +24,6 @@ const THREAD_CHANGES = new Set([
   "thread.renamed", "thread.archived", "thread.unarchived", "thread.pinned", "thread.unpinned",
 ]);
 const OPEN_KEY = "mosaic.trail.open";
-
-const pane = $("trail-pane");
-// The human's name in labels; the page names the signed-in human (the tester's page does not:
-// its trail never holds the human's rows).
-const humanName = pane.dataset.human || HUMAN;
-const nameOf = (role) => (role === HUMAN ? humanName : role);
 
 // What the reader asked to see.
 const view = { filter: "all", bookkeeping: false };
@@ -57,20 +52,19 @@ function bodyOf(row) {
   return row.text.startsWith(label) ? row.text.slice(label.length) : row.text;
 }
 
-// Who did it, in words, and what it says.
+// Who did it, in words, what it says, and the channel a person's message came through.
 function wordsOf(row) {
   const body = bodyOf(row);
-  const from = nameOf(row.from_role);
+  const from = nameOf(row.from_role, { first: true });
   if (row.kind === "message" || row.kind === "decision" || !row.kind) {
-    const via = VIA[row.via] ? ` ${VIA[row.via]}` : "";
-    return { who: `${from}${via} to ${nameOf(row.to_role)}`, says: body };
+    return { who: endsOf(row.from_role, row.to_role), says: body, via: VIA[row.via] ?? "" };
   }
   if (THREAD_CHANGES.has(row.kind)) {
     // The broker says "renamed “a” to “b”": the thread is the row's own.
     return { who: from, says: body.replace(/^renamed /, "renamed the thread ") };
   }
   if (row.actor?.role === "staff") return { who: `${row.actor.run} (staff)`, says: body };
-  return { who: nameOf(row.actor?.role ?? row.from_role), says: body };
+  return { who: nameOf(row.actor?.role ?? row.from_role, { first: true }), says: body };
 }
 
 // "in <thread>": a link for the actor's own threads; the tester's threads on the human's trail
@@ -96,11 +90,12 @@ function renderTrailRow(row) {
   item.dataset.kind = row.kind ?? "";
   item.dataset.tester = String(byTester);
   item.dataset.text = row.text;
-  const { who, says } = wordsOf(row);
+  const { who, says, via } = wordsOf(row);
   const head = element("p", "meta trail-head");
   const actor = element("span", "trail-who", who);
   actor.title = `${row.actor?.role ?? "?"} · ${row.actor?.run ?? "?"}`;
   head.append(actor);
+  if (via) head.append(" ", element("span", "trail-via", via));
   // Said in words on the human's trail (R16), not by colour alone.
   if (byTester && listener === HUMAN) head.append(" ", element("span", "trail-tag", "tester"));
   head.append(" · ", timeOf(row.at));

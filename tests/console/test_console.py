@@ -40,9 +40,8 @@ def test_b1_tester_console_shows_banner_and_sends_with_reply(open_console: OpenC
 
     expect(messages(page).locator('[data-from="tester"] .body')).to_have_text([body])
     expect(messages(page).locator('[data-from="assistant"]')).to_have_count(1)
-    expect(messages(page).locator('[data-from="assistant"] .meta')).to_contain_text(
-        "assistant to tester"
-    )
+    expect(messages(page).locator('[data-from="assistant"] .writer')).to_have_text("assistant")
+    expect(messages(page).locator('[data-from="tester"] .writer')).to_have_text("You")
 
 
 def test_b1_human_console_leaves_tester_thread_out_and_trails_it_live(
@@ -69,7 +68,8 @@ def test_b1_human_console_leaves_tester_thread_out_and_trails_it_live(
 
     tester_row = trail_rows(human, f"tester to assistant: {body}")
     expect(tester_row).to_have_count(1)
-    expect(tester_row.locator(".trail-who")).to_have_text("tester via Console to assistant")
+    expect(tester_row.locator(".trail-who")).to_have_text("tester to assistant")
+    expect(tester_row.locator(".trail-via")).to_have_text("via Console")
     expect(tester_row.locator(".trail-tag")).to_have_text("tester")
     reply = tester_row.locator("xpath=following-sibling::li").locator(".trail-who")
     expect(reply.filter(has_text=re.compile("^assistant to tester$"))).to_have_count(1)

@@ -105,5 +105,5 @@ def test_the_human_sees_the_consultation_labelled_and_the_step_that_asked(
     expect(advice).to_contain_text(ADVICE)
     expect(messages(page).locator(".step")).to_have_count(1)
     expect(messages(page).locator(".step").first).to_contain_text("Asked reviewer")
-    for label in ("assistant to reviewer", "reviewer to assistant", "assistant to ada"):
+    for label in ("assistant to reviewer", "reviewer to assistant", "assistant to you"):
         expect(trail(page).get_by_text(label, exact=False).first).to_be_visible()

@@ -1,5 +1,5 @@
 """The trail as a person reads it, on both Consoles at 1440×900 and 390×844: rows in
-plain words ("ada via Console to assistant"), tester rows marked as the tester's and their threads
+plain words, the thread's ("You to assistant"), tester rows marked as the tester's and their threads
 never linked on the human's trail; a filter (all, messages, the tester's); bookkeeping (claims and
 leases) only when asked; long bodies clamped with "more"; folded away on a wide screen,
 remembered. And the admin's text columns: readable, one line; a thread's messages inline inside
@@ -24,7 +24,7 @@ from tests.console.pages import (
     trail_rows,
     unique,
 )
-from tests.console.server import HUMAN_USERNAME, LiveServer
+from tests.console.server import LiveServer
 from tests.support.console_pages import DESKTOP, PHONE, OpenConsole
 from tests.support.model_servers import FakeModel
 
@@ -79,8 +79,8 @@ def inside_horizontally(inner: Locator, outer: Locator) -> bool:
 def test_trail_names_senders_plainly_and_keeps_tester_threads_unlinked(
     open_console: OpenConsole, model: FakeModel, human_api: LiveApi, tester_api: LiveApi
 ) -> None:
-    """The human's own turn reads "ada via Console to assistant", its reply "assistant to ada",
-    a rename "renamed the thread “a” to “b”"; no "human · human-cli". The tester's turn is
+    """The human's own turn reads "You to assistant" (via Console), its reply "assistant to
+    you", a rename "You renamed the thread “a” to “b”"; no "human · human-cli". The tester's turn is
     marked "tester", and its thread named as the tester's without a link; the stored text (R16)
     stays on each row."""
     model.content = unique("the answer")
@@ -97,21 +97,23 @@ def test_trail_names_senders_plainly_and_keeps_tester_threads_unlinked(
     _, tester_thread = turn_of_tester(tester_api, tester_body)
 
     turn = trail_rows(page, f"human to assistant: {body}")
-    expect(turn.locator(".trail-who")).to_have_text(f"{HUMAN_USERNAME} via Console to assistant")
+    expect(turn.locator(".trail-who")).to_have_text("You to assistant")
+    expect(turn.locator(".trail-via")).to_have_text("via Console")
     expect(turn).not_to_contain_text("human-cli")
     expect(turn.locator(".trail-text")).to_have_text(body)
     expect(turn.get_by_role("link", name=name)).to_have_attribute("href", f"#thread={thread}")
     reply = trail_rows(page, f"assistant to human: {model.content}")
-    expect(reply.locator(".trail-who")).to_have_text(f"assistant to {HUMAN_USERNAME}")
+    expect(reply.locator(".trail-who")).to_have_text("assistant to you")
     rename = trail(page).locator(".trail-row[data-kind='thread.renamed']")
-    expect(rename.locator(".trail-who")).to_have_text(HUMAN_USERNAME)
+    expect(rename.locator(".trail-who")).to_have_text("You")
     expect(rename.locator(".trail-text")).to_have_text(
         f"renamed the thread “{name}” to “{renamed}”"
     )
     expect(rename.get_by_role("link", name=renamed)).to_have_attribute("href", f"#thread={thread}")
 
     theirs = trail_rows(page, f"tester to assistant: {tester_body}")
-    expect(theirs.locator(".trail-who")).to_have_text("tester via API to assistant")
+    expect(theirs.locator(".trail-who")).to_have_text("tester to assistant")
+    expect(theirs.locator(".trail-via")).to_have_text("via API")
     expect(theirs.locator(".trail-tag")).to_have_text("tester")
     expect(theirs).to_have_class(re.compile(r"\bby-tester\b"))
     expect(theirs.locator(".trail-in")).to_have_text(f"in the tester's thread {tester_thread}")
@@ -123,11 +125,47 @@ def test_trail_names_senders_plainly_and_keeps_tester_threads_unlinked(
     # The tester's own trail: its rows, its threads linked, nothing of the human's.
     tester = open_console("tester")
     mine = trail_rows(tester, f"tester to assistant: {tester_body}")
-    expect(mine.locator(".trail-who")).to_have_text("tester via API to assistant")
+    expect(mine.locator(".trail-who")).to_have_text("You to assistant")
+    expect(mine.locator(".trail-via")).to_have_text("via API")
     expect(mine.get_by_role("link", name=tester_thread)).to_have_attribute(
         "href", re.compile(r"^#thread=\d+$")
     )
     expect(trail_rows(tester, f"human to assistant: {body}")).to_have_count(0)
+
+
+@pytest.mark.parametrize("viewport", SIZES)
+@pytest.mark.parametrize("listener", ["human", "tester"])
+def test_thread_and_trail_say_you_and_the_instance_never_human_to_assistant(
+    open_console: OpenConsole, model: FakeModel, tester_api: LiveApi, listener: str, viewport: dict
+) -> None:
+    """The reader's own bubble says "You", the reply's the instance's name; the trail says the
+    same words ("You to assistant", "assistant to you"), never the stored ends ("human to
+    assistant", "ada"). On the human's trail the tester's traffic stays the tester's (R16)."""
+    model.content = unique("the answer")
+    page = open_console(listener, viewport=viewport)
+    create_project(page, unique("words"))
+    create_thread(page, unique("words"))
+    body = unique("a turn")
+    send(page, body)
+    mine = messages(page).locator(f'[data-from="{listener}"]')
+    expect(mine.locator(".writer")).to_have_text(["You"])
+    reply = messages(page).locator('[data-from="assistant"]')
+    expect(reply.locator(".writer")).to_have_text(["assistant"])
+    expect(messages(page).locator(".meta", has_text=re.compile(r"\bto\b"))).to_have_count(0)
+    tester_body = unique("tester turn")
+    if listener == "human":
+        turn_of_tester(tester_api, tester_body)
+
+    show_trail(page, viewport)
+    turn = trail_rows(page, f"{listener} to assistant: {body}")
+    expect(turn.locator(".trail-who")).to_have_text("You to assistant")
+    answer = trail_rows(page, f"assistant to {listener}: {model.content}")
+    expect(answer.locator(".trail-who")).to_have_text("assistant to you")
+    expect(trail(page).locator(".trail-who", has_text=re.compile(r"human|ada"))).to_have_count(0)
+    if listener == "human":
+        theirs = trail_rows(page, f"tester to assistant: {tester_body}")
+        expect(theirs.locator(".trail-who")).to_have_text("tester to assistant")
+        expect(theirs.locator(".trail-tag")).to_have_text("tester")
 
 
 # --- filter and bookkeeping ------------------------------------------------------------------
