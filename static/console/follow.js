@@ -1,11 +1,14 @@
 // The thread scrolls like a chat: while the reader is at the bottom, whatever lands
 // or grows there — a message, a streamed draft, a turn's mark, the composer or the on-screen
 // keyboard taking room — keeps the last line of the newest message in view. A reader who
-// scrolled up stays where they are, and a "New messages ↓" button takes them down. The
-// reader's own send always shows it.
+// scrolled up stays where they are, and when a row arrives below the view (a message, a reply
+// being written that grew) a "New messages ↓" button takes them down. The reader's own send
+// always shows it.
 //
-// One observer of the list (and of the sizes of the list and its scroller) does this for every
-// kind of change, so no part that adds to the thread has to remember to scroll.
+// One observer of the list (and of the sizes of the list and its scroller) follows every kind of
+// change, so no part that adds to the thread has to remember to scroll. The button is told by
+// the thread itself (`arrived`): a change that brings nothing new — a finished reply taking its
+// draft's place, Copy saying "Copied", a turn's mark redrawn — never shows it.
 
 import { $ } from "./page.js";
 
@@ -42,25 +45,18 @@ scroller.addEventListener("scroll", () => {
   if (pinned) showJump(false);
 });
 
-// Content changed: followed while pinned; otherwise new content at the end is announced by the
-// button. An emptied list (another thread opening) starts pinned.
-new MutationObserver((changes) => {
-  if (!list.childElementCount) {
-    showNewest();
-    return;
-  }
-  if (pinned) {
-    toBottom();
-    return;
-  }
-  // Older messages go on top ("Load older messages"), and a turn's mark is redrawn while it
-  // waits (a retry's clock): neither is new.
-  const last = list.lastElementChild;
-  const grewAtEnd = changes.some((change) => !change.target.parentElement?.closest(".turn-state")
-    && !change.target.classList?.contains("turn-state")
-    && (last.contains(change.target) || [...change.addedNodes].includes(last)));
-  if (grewAtEnd) showJump(true);
+// Content changed: followed while pinned. An emptied list (another thread opening) starts pinned.
+new MutationObserver(() => {
+  if (!list.childElementCount) showNewest();
+  else if (pinned) toBottom();
 }).observe(list, { childList: true, subtree: true, characterData: true });
+
+// A row arrived (or the reply being written grew): announced by the button when the reader is
+// scrolled up and the row ends below the view.
+export function arrived(item) {
+  if (pinned || !item?.isConnected) return;
+  if (item.getBoundingClientRect().bottom > scroller.getBoundingClientRect().bottom + 1) showJump(true);
+}
 
 // Sizes changed (the window, the composer growing, the run-state line, the keyboard): the
 // newest line stays in view while pinned.

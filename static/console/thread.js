@@ -9,7 +9,7 @@ import { markRead, showThreadActions } from "./inbox.js";
 import { $, button, canSend, element, endsOf, me, newKey, say, state, timeOf } from "./page.js";
 import { rowList } from "./rows.js";
 import { forgetTurns, trackTurn, turnChanged, turnState, whenRetried } from "./runstate.js";
-import { showNewest } from "./follow.js";
+import { arrived, showNewest } from "./follow.js";
 import { forgetSteps, noteMessage, showStep } from "./steps.js";
 import { showPartial } from "./stopped.js";
 import { showThreadBadge, showUnavailable } from "./threadstate.js";
@@ -29,6 +29,9 @@ let generation = 0;
 // A thread whose messages failed to load: loaded again when the connection returns.
 let failedThread = null;
 const drafts = new Map(); // turn id → the <li> of the reply being written
+// Turn id → the text its draft last showed: the reply that lands with that text brings nothing
+// new, whether its draft is still shown or was taken away first (its `reply.state`).
+const draftTexts = new Map();
 
 // RESULTs are rendered as markdown; turns people typed show as typed
 // (docs/decisions/console-markdown.md).
@@ -83,9 +86,12 @@ function addMessage(message) {
   trackTurn(message, messages.item(message.id));
   noteMessage(message, messages.item(message.id));
   if (message.partial) showPartial(messages.item(message.id), message.id, message.partial);
+  // A reply that takes the place of its draft as it was last shown is nothing new.
+  if (draftTexts.get(message.in_reply_to) !== message.body) arrived(messages.item(message.id));
   if (message.class === "RESULT" && message.in_reply_to !== null) {
     drafts.get(message.in_reply_to)?.remove();
     drafts.delete(message.in_reply_to);
+    draftTexts.delete(message.in_reply_to);
     turnChanged(message.in_reply_to, { state: "answered" });
   }
   showMessagesState();
@@ -110,8 +116,11 @@ function showDraft(turnId, text) {
     drafts.set(turnId, item);
     $("messages").append(item);
   }
+  const grew = draftTexts.get(turnId) !== text;
+  draftTexts.set(turnId, text);
   item.querySelector(".body").replaceWith(rendered(text));
   messages.followIfNear(near);
+  if (grew) arrived(item);
 }
 
 function receiveFrame(frame) {
@@ -139,6 +148,7 @@ export function closeThread() {
   stream = null;
   messages.clear();
   drafts.clear();
+  draftTexts.clear();
   forgetTurns();
   forgetSteps();
   showThreadBadge(null);

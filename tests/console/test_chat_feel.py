@@ -278,6 +278,41 @@ def test_scrolled_up_reader_stays_put_and_new_messages_button_takes_them_down(
     api.close()
 
 
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
+def test_new_messages_shows_only_for_a_row_that_arrived_below_the_view(
+    open_console: OpenConsole, human_api: LiveApi, model: FakeModel, viewport: dict[str, int]
+) -> None:
+    """A reply streamed and landed while the reader was at the bottom; the reader copies it and
+    scrolls up. Nothing arrived below (Copy saying "Copied" and back is no message), so no
+    "New messages ↓"; a message that then arrives below the view shows it."""
+    api = human_api
+    thread = long_thread(api, model, turns=2)
+    page = open_console("human", viewport=viewport)
+    open_thread(page, thread)
+    jump = page.get_by_role("button", name="New messages ↓")
+    stream_slowly(model, words=12, delay=0.05)
+    send(page, unique("at the bottom"))
+    expect(log(page).locator('[data-from="assistant"]')).to_have_count(3, timeout=30_000)
+    expect(page.locator("#run-state")).to_be_hidden()
+    expect_last_line_shown(page)
+
+    copy = (
+        log(page)
+        .locator('[data-from="assistant"]')
+        .last.get_by_role("button", name="Copy the whole answer")
+    )
+    copy.click()
+    expect(copy).not_to_have_text("Copy")
+    scroll_log_to_top(page)
+    expect(copy).to_have_text("Copy")  # back after its two seconds, scrolled up
+    expect(jump).to_be_hidden()
+
+    model.chunk_delay = 0.0
+    api.send(thread, unique("from elsewhere"))
+    expect(log(page).locator('[data-from="assistant"]')).to_have_count(4, timeout=30_000)
+    expect(jump).to_be_visible()
+
+
 # --- 2 and 3. stop keeps what was written; Esc -----------------------------------------------
 
 
