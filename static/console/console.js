@@ -17,11 +17,13 @@
 //   follow.js      the thread follows its newest line; "New messages ↓" when scrolled up
 //   stopped.js     a stopped reply's partial text, kept in the thread
 //   threadstate.js the open thread's badge: Archived, Not found, Not yours
+//   keys.js        the skip link, the focus after rename and archive, the shortcuts list
 
 import { write } from "./api.js";
 import { checkConnection, onReconnect, onSignedOut } from "./connection.js";
 import { exportThread } from "./export.js";
 import { rename, startRename, toggleArchive, togglePin } from "./inbox.js";
+import { focusThread, wireKeys } from "./keys.js";
 import {
   createProject, createThread, defaultProject, findThread, loadOlderThreads, loadProjects, loadThreads,
   markCurrent, markProject, onChoose, searchThreads, showArchived, showingArchived,
@@ -224,9 +226,16 @@ function wire() {
   }
   $("sign-out")?.addEventListener("click", signOut);
   $("rename").addEventListener("click", startRename);
-  $("rename-form").addEventListener("submit", rename);
+  // The focus goes back to the thread once a rename or an archive is done (the form or the
+  // button it was on goes away or changes).
+  $("rename-form").addEventListener("submit", async (event) => {
+    if (await rename(event)) focusThread();
+  });
   $("rename-cancel").addEventListener("click", () => { $("rename-form").hidden = true; });
-  $("archive").addEventListener("click", () => toggleArchive(showThreadBadge));
+  $("archive").addEventListener("click", () => toggleArchive((thread) => {
+    showThreadBadge(thread);
+    focusThread();
+  }));
   $("pin").addEventListener("click", togglePin);
   // Esc closes the rename form, as Cancel does, and gives the focus back to Rename.
   $("rename-form").addEventListener("keydown", (event) => {
@@ -236,6 +245,7 @@ function wire() {
     $("rename").focus();
   });
   $("show-archived").addEventListener("change", loadThreads);
+  wireKeys();
   if (hasTestRuns) {
     $("runs-older").addEventListener("click", loadOlderRuns);
     $("runs-back").addEventListener("click", backToList);

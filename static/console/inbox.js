@@ -127,11 +127,12 @@ export async function rename(event) {
   event.preventDefault();
   const threadId = state.threadId;
   const thread = await patch(threadId, { name: $("rename-name").value }, $("rename-notice"), $("rename-name"));
-  if (!thread) return;
+  if (!thread) return null;
   $("rename-form").hidden = true;
   say($("rename-notice"), "");
   if (state.threadId === threadId) $("thread-title").textContent = thread.name;
   say($("actions-notice"), `Renamed to ${thread.name}.`);
+  return thread;
 }
 
 // Sets a flag of the open thread or clears it (`archived`, `pinned`), saying which beside the
