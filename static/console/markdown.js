@@ -52,6 +52,21 @@ markdown.core.ruler.after("inline", "task_lists", (state) => {
   }
 });
 
+// A table column's alignment: markdown-it writes `style="text-align:…"` on its cells, which the
+// Content-Security-Policy refuses (no inline style, docs/security.md) as soon as the HTML is
+// parsed. The cells get a class instead (`align-left`, `align-center`, `align-right`,
+// markdown.css), and no `style` is ever written.
+const ALIGNED = /^text-align:(left|center|right)$/;
+
+markdown.core.ruler.push("table_alignment", (state) => {
+  for (const token of state.tokens) {
+    if (token.type !== "th_open" && token.type !== "td_open") continue;
+    const align = ALIGNED.exec(token.attrGet("style") ?? "");
+    token.attrs = (token.attrs ?? []).filter(([name]) => name !== "style");
+    if (align) token.attrJoin("class", `align-${align[1]}`);
+  }
+});
+
 markdown.renderer.rules.task_checkbox = (tokens, idx) =>
   `<input type="checkbox" disabled${tokens[idx].meta.checked ? " checked" : ""}>`;
 
@@ -67,16 +82,20 @@ const NOT_ADDRESSES = ["start", "type"];
 // Web and mail links only: no `javascript:`, `data:` or other schemes, no relative paths into
 // the Console's own API.
 const SAFE_LINK = /^(?:https?:|mailto:)/i;
-// The one class kept: a fenced block's language (`language-js`), which names its highlighting.
+// The classes kept: a fenced block's language (`language-js`), which names its highlighting, and
+// a table cell's alignment (`align-center`).
 const LANGUAGE_CLASS = /^language-[\w#+.-]{1,40}$/;
+const ALIGN_CLASS = /^align-(?:left|center|right)$/;
 // What an <input> may carry: a read-only checkbox and nothing else.
 const INPUT_ATTR = new Set(["type", "checked", "disabled"]);
 
 const purifier = DOMPurify(window);
 purifier.addHook("uponSanitizeAttribute", (node, data) => {
-  // `class` only as a code block's language; the checkbox's attributes only on an <input>.
+  // `class` only as a code block's language or a cell's alignment; the checkbox's attributes
+  // only on an <input>.
   if (data.attrName === "class") {
-    data.keepAttr = node.tagName === "CODE" && LANGUAGE_CLASS.test(data.attrValue);
+    data.keepAttr = (node.tagName === "CODE" && LANGUAGE_CLASS.test(data.attrValue))
+      || (["TH", "TD"].includes(node.tagName) && ALIGN_CLASS.test(data.attrValue));
   } else if (INPUT_ATTR.has(data.attrName)) {
     data.keepAttr = node.tagName === "INPUT";
   }

@@ -313,3 +313,35 @@ def test_reply_task_list_admits_no_other_input(open_console: OpenConsole, model:
         box.click(force=True)
     expect(body.get_by_role("checkbox", checked=True)).to_have_count(1)
     assert page.evaluate("window.pwned") is None
+
+
+ALIGNED_TABLE = (
+    "| left | centre | right | none |\n|:---|:---:|---:|---|\n"
+    "| a long left cell | a long centre cell | a long right cell | a long plain cell |\n"
+    "| l | c | r | n |\n"
+)
+
+
+@pytest.mark.parametrize("listener", ["human", "tester"])
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
+def test_reply_table_columns_keep_their_alignment_under_the_policy(
+    open_console: OpenConsole, model: FakeModel, viewport: dict[str, int], listener: str
+) -> None:
+    """A table's column alignment comes from classes, not an inline `style` the
+    Content-Security-Policy refuses: each cell of an aligned column is aligned, streamed and
+    landed, with no `style` attribute in the reply and no violation reported (`open_console`
+    fails the test on one)."""
+    model.chunk_delay = 0.02
+    page = open_console(listener, viewport=viewport)
+    violations: list[str] = []
+    page.on("console", lambda message: message.type == "error" and violations.append(message.text))
+    open_thread_with_reply(page, model, ALIGNED_TABLE)
+    table = reply_body(page).locator("table")
+    for cells in (table.locator("th"), table.locator("tr").last.locator("td")):
+        expect(cells).to_have_count(4)
+        aligned = [style(cells.nth(n), "textAlign") for n in range(4)]
+        assert aligned[:3] == ["left", "center", "right"], aligned
+        assert aligned[3] in ("start", "left"), aligned
+    expect(cells.nth(1)).to_have_class("align-center")
+    expect(messages(page).locator("[style]")).to_have_count(0)
+    assert violations == []
