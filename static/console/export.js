@@ -5,7 +5,7 @@
 // gates) and needs no route of its own (docs/decisions/console.md).
 
 import { get, query } from "./api.js";
-import { state } from "./page.js";
+import { readableTime, state, writerOf } from "./page.js";
 import { stepLine } from "./steps.js";
 
 const PAGE_SIZE = 500; // the API's largest page (SPEC §6)
@@ -48,7 +48,7 @@ function stateLine(message) {
   if (!message.reply_state || message.reply_state === "answered") return "";
   let line = `*Reply: ${message.reply_state}`;
   if (message.failure) line += ` — ${message.failure}`;
-  if (message.reply_state === "retrying" && message.retry_at) line += ` (next attempt ${message.retry_at})`;
+  if (message.reply_state === "retrying" && message.retry_at) line += ` (next attempt ${readableTime(message.retry_at)})`;
   line += "*";
   if (message.partial) line += `\n\n> ${message.partial.split("\n").join("\n> ")}`;
   return line;
@@ -73,12 +73,15 @@ function stepLines(message) {
   }).join("\n");
 }
 
+// A document for people: each message under a plain heading that says who wrote it, as the
+// thread does ("You", "assistant"), its time on the line below in the reader's own time zone.
+// The JSON export keeps the API's ISO times, for programs.
 export function asMarkdown(thread, messages) {
-  const parts = [`# ${thread.name}`, `Thread ${thread.id}, exported ${new Date().toISOString()}.`];
+  const parts = [`# ${thread.name}`, `Thread ${thread.id}, exported ${readableTime(new Date())}.`];
   for (const message of messages) {
-    let head = `## ${message.from_role} to ${message.to_role} · ${message.created_at}`;
-    if (message.finish_reason === "length") head += " · cut off";
-    parts.push(head, message.body);
+    let when = `*${readableTime(message.created_at)}`;
+    if (message.finish_reason === "length") when += " · cut off";
+    parts.push(`## ${writerOf(message)}`, `${when}*`, message.body);
     const line = stateLine(message);
     if (line) parts.push(line);
     const steps = stepLines(message);

@@ -23,6 +23,14 @@ export function nameOf(role, { first = false } = {}) {
 // "You to assistant", "assistant to you", "assistant to reviewer".
 export const endsOf = (from, to) => `${nameOf(from, { first: true })} to ${nameOf(to)}`;
 
+// Who wrote a message, in words: "You" for the reader's own, the instance's name for what it
+// wrote to the reader, both ends for what two instances said to each other (a consultation, R23).
+export function writerOf(message) {
+  if (message.from_role === me) return "You";
+  if (message.to_role === me) return message.from_role;
+  return endsOf(message.from_role, message.to_role);
+}
+
 export const $ = (id) => document.getElementById(id);
 
 export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -59,6 +67,10 @@ export function timeOf(iso, { withDate = false } = {}) {
   time.title = at.toLocaleString();
   return time;
 }
+
+// A moment as a person reads it, in the reader's own time zone and language: "4 Dec 2026,
+// 14:03:05" (exports, where a time stands alone).
+export const readableTime = (iso) => new Date(iso).toLocaleString([], { dateStyle: "medium", timeStyle: "medium" });
 
 // "0:07", "1:02:03": a duration of whole seconds as a clock shows it.
 export function clock(seconds) {

@@ -88,11 +88,17 @@ function showRunList(runs, { older = false } = {}) {
   if (!older) list.replaceChildren();
   list.append(...runs.map(runItem));
   $("runs-older").hidden = runs.length < PAGE_SIZE;
-  const empty = "No test runs yet. Each run of manage.py testassistant is kept here.";
-  say($("runs-state"), list.childElementCount ? "" : empty);
+  say($("runs-state"), "");
+  $("runs-empty").hidden = list.childElementCount > 0;
 }
 
+// The command that makes a run, pointed at this listener as the page reaches it (the tester's
+// page; the human's has no test runs).
+const command = $("runs-command");
+if (command) command.textContent = `mosaic-test --url ${location.origin} examples/conversations`;
+
 async function loadRuns(mine) {
+  $("runs-empty").hidden = true;
   say($("runs-state"), "Loading test runs…");
   try {
     const { runs } = await get(query("/api/suite-runs", { limit: PAGE_SIZE }));

@@ -6,7 +6,7 @@ import { checkConnection, onReconnect, openStream } from "./connection.js";
 import { loadDraft, saveDraft } from "./drafts.js";
 import { copyButton, plain, rendered } from "./markdown.js";
 import { markRead, showThreadActions } from "./inbox.js";
-import { $, button, canSend, element, endsOf, me, newKey, say, state, timeOf } from "./page.js";
+import { $, button, canSend, element, me, newKey, say, state, timeOf, writerOf } from "./page.js";
 import { rowList } from "./rows.js";
 import { forgetTurns, trackTurn, turnChanged, turnState, whenRetried } from "./runstate.js";
 import { arrived, showNewest } from "./follow.js";
@@ -46,14 +46,6 @@ function rawToggle(message, item) {
     item.querySelector(".body").replaceWith(raw ? plain(message.body) : rendered(message.body));
   });
   return toggle;
-}
-
-// Who wrote a message, in words: "You" for the reader's own, the instance's name for what it
-// wrote to the reader, both ends for what two instances said to each other (a consultation, R23).
-function writerOf(message) {
-  if (message.from_role === me) return "You";
-  if (message.to_role === me) return message.from_role;
-  return endsOf(message.from_role, message.to_role);
 }
 
 function renderMessage(message) {

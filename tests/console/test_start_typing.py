@@ -358,8 +358,17 @@ def test_export_downloads_every_message_with_reply_states_as_markdown_and_json(
     assert markdown_name.endswith(".md") and json_name.endswith(".json")
     assert markdown.startswith(f"# {name}\n")
     assert markdown.index(first) < markdown.index(second)
-    assert f"## {listener} to assistant" in markdown
     exported = json.loads(text)
+    # Plain headings, who wrote it as the thread says it; the time below each, local and
+    # readable (no ISO time with microseconds anywhere).
+    headings = [line for line in markdown.splitlines() if line.startswith("## ")]
+    assert headings == ["## You", "## assistant"] * 2, headings
+    assert not re.search(r"\d{4}-\d\d-\d\dT\d\d:\d\d", markdown), markdown
+    readable = page.evaluate(
+        """(iso) => new Date(iso).toLocaleString([], {dateStyle: "medium", timeStyle: "medium"})""",
+        exported["messages"][0]["created_at"],
+    )
+    assert f"## You\n\n*{readable}*\n\n{first}\n" in markdown, markdown
     assert exported["thread"]["name"] == name
     rows = exported["messages"]
     assert [row["body"] for row in rows if row["from_role"] == listener] == [first, second]

@@ -16,7 +16,7 @@ from tests.console.pages import create_project, messages, unique
 from tests.console.server import LiveServer
 from tests.console.suite_runs import HOSTILE, History, store_history, store_run
 from tests.console.test_phone import small_targets
-from tests.support.console_pages import PHONE, OpenConsole
+from tests.support.console_pages import DESKTOP, PHONE, OpenConsole
 
 
 @pytest.fixture
@@ -212,3 +212,24 @@ def test_human_console_has_no_test_runs_and_asks_for_none(
     tester.get_by_role("link", name="Test runs").click()
     expect(run_entry(tester, history.second)).to_be_visible()
     assert any("/api/suite-runs" in url for url in asked)
+
+
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
+def test_no_runs_says_what_a_run_is_and_how_to_make_one(
+    open_console: OpenConsole, viewport: dict[str, int]
+) -> None:
+    """With no run stored, the list says what a test run is, shows the command that makes one
+    with this listener's address as its `--url`, and names the suite files' documentation."""
+    page = open_console("tester", viewport=viewport)
+    page.route("**/api/suite-runs?*", lambda route: route.fulfill(json={"runs": []}))
+    page.get_by_role("link", name="Test runs").click()
+    empty = page.locator("#runs-empty")
+    expect(empty).to_be_visible()
+    expect(empty).to_contain_text("A test run is one run of conversation tests")
+    origin = page.evaluate("location.origin")
+    expect(empty.locator("code").first).to_have_text(
+        f"mosaic-test --url {origin} examples/conversations"
+    )
+    expect(empty).to_contain_text("docs/suite-file.md")
+    expect(page.locator("#runs-state")).to_have_text("")
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
