@@ -50,6 +50,7 @@ from broker.models import (
     ThreadOpen,
     TrailRow,
     TurnProgress,
+    Via,
 )
 from broker.refusals import Refusal
 
@@ -78,6 +79,19 @@ def preview(text: str) -> SafeString:
     if rest.strip() and not shown.endswith("…"):
         shown = f"{shown} …"
     return format_html('<span class="preview" title="{}">{}</span>', shown, shown)
+
+
+# The channel a human's or tester's message came through (`Message.via`, its trail row's copy)
+# as a person names it; R6's sender (`from_run`, `human-cli` whatever the channel) keeps a column
+# of its own. Null (a run's or the system's row) shows as the admin's empty value.
+VIA_LABELS: dict[str, str] = {Via.CONSOLE: "Console", Via.API: "API", Via.CLI: "CLI"}
+
+
+@admin.display(description="via", ordering="via")
+def channel(obj: Message | TrailRow) -> str:
+    if not obj.via:
+        return admin.site.empty_value_display
+    return VIA_LABELS.get(obj.via, obj.via)
 
 
 # --- read-only bases ---------------------------------------------------------------------
@@ -551,18 +565,20 @@ class ThreadClaimAdmin(ReadOnlyAdmin):
 
 @admin.register(Message)
 class MessageAdmin(ReadOnlyAdmin):
+    # Who to whom and the body, read most, right after the time, so they are on screen at
+    # 1440×900 before the columns that scroll (the body's width: `wrapping.html`); the channel
+    # as people name it, then the record's bookkeeping.
     list_display = (
         "id",
         "created_at",
-        "business",
-        "thread",
         "from_role",
-        "from_run",
         "to_role",
-        # The body, read most, before the columns that scroll.
         "body_preview",
+        channel,
+        "thread",
         "message_class",
-        "via",
+        "business",
+        "from_run",
         "in_reply_to_id",
         "reply",
         "model",
@@ -628,7 +644,7 @@ class TrailRowAdmin(ReadOnlyAdmin):
         "kind",
         "thread",
         "thread_name",
-        "via",
+        channel,
         "business",
     )
     list_filter = (

@@ -20,6 +20,7 @@ from django.urls import reverse
 from broker import actions, idempotency, refusals, selectors, steps
 from broker.actions import suite_runs
 from broker.actors import Actor
+from broker.admin import channel
 from broker.models import (
     Business,
     ClaimEnd,
@@ -39,6 +40,7 @@ from broker.models import (
     ThreadClaim,
     ThreadOpen,
     TrailRow,
+    Via,
 )
 from broker.policy import RoleLists
 from broker.refusals import Refusal
@@ -264,10 +266,44 @@ def test_trail_changelist_shows_actor_kind_thread_and_channel(
     Console decides on."""
     response = admin_client.get(changelist(TrailRow))
     columns = response.context["cl"].list_display
-    assert {"actor", "kind", "thread", "thread_name", "via"} <= set(columns)
+    assert {"actor", "kind", "thread", "thread_name"} <= {
+        column if isinstance(column, str) else column.__name__ for column in columns
+    }
+    assert channel in columns
     assert columns.index("actor") < columns.index("text_preview")
     content = response.content.decode()
     assert "human (human-cli)" in content and "assistant (run-1)" in content
+
+
+@pytest.mark.parametrize(
+    ("via", "label"), [(Via.CONSOLE, "Console"), (Via.API, "API"), (Via.CLI, "CLI")]
+)
+def test_message_changelist_shows_the_body_early_and_the_channel_by_name(
+    admin_client: Client, records: Records, human: Actor, via: Via, label: str
+) -> None:
+    """The body comes right after who wrote it to whom, before the thread, the business and
+    R6's sender, and reads at a useful width; `via` reads Console, API or CLI, never the stored
+    value, while `from_run` still says `human-cli` in its own column."""
+    body = f"sent through {via}"
+    actions.send_to_thread(human, thread_id=records.human_thread.pk, body=body, via=via)
+    response = admin_client.get(changelist(Message), {"q": body})
+    columns = list(response.context["cl"].list_display)
+    body_at = columns.index("body_preview")
+    assert body_at <= 4, columns
+    assert all(body_at < columns.index(late) for late in ("thread", "business", "from_run"))
+    assert channel in columns
+    content = response.content.decode()
+    assert re.search(rf'<td class="field-channel">{label}</td>', content), content
+    assert re.search(r'<td class="field-from_run">human-cli</td>', content)
+    assert "#result_list td.field-body_preview .preview {\n    min-width: 24em;" in content
+
+
+def test_message_changelist_leaves_the_channel_of_a_run_empty(
+    admin_client: Client, records: Records
+) -> None:
+    response = admin_client.get(changelist(Message), {"q": "here is the summary"})
+    content = response.content.decode()
+    assert re.search(r'<td class="field-channel">-</td>', content), content
 
 
 @pytest.mark.parametrize("page", ["thread", "trail", "messages", "instances"])

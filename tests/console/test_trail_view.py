@@ -375,6 +375,11 @@ def test_admin_lists_show_text_first_line_in_readable_column_and_record_shows_al
     page.goto(f"{console_server.human_url}/admin/broker/message/?thread__id__exact={thread}")
     turn = page.locator("#result_list td.field-body_preview", has_text="line 1 of a long turn")
     one_readable_line(turn)
+    if viewport == DESKTOP:
+        # A message's body reads whole on screen at 1440×900, without scrolling the list.
+        size = turn.evaluate("(node) => parseFloat(getComputedStyle(node).fontSize)")
+        assert box(turn)["width"] >= 24 * size
+        assert box(turn)["x"] + box(turn)["width"] <= viewport["width"]
     turn.locator("xpath=..").get_by_role("link").first.click()
     expect(page.locator(".field-body .readonly")).to_contain_text(body.splitlines()[-1])
 
