@@ -127,7 +127,7 @@ def test_export_lists_the_turns_steps_in_json_and_markdown(
     head = f'- Step `create_task` `{{"title":"{TITLE}"}}` · {OUTCOME[listener]} · '
     assert line.startswith(head), line
     assert CARD_LINE[listener].fullmatch(line.removeprefix(head)), line
-    assert markdown.index(TASK_TURN) < markdown.index(line) < markdown.index("## assistant to")
+    assert markdown.index(TASK_TURN) < markdown.index(line) < markdown.index("## assistant\n")
 
 
 @pytest.mark.parametrize("listener", ["human", "tester"])
