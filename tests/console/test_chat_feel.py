@@ -63,7 +63,8 @@ def log(page: Page) -> Locator:
 
 
 def last_item(page: Page) -> Locator:
-    return page.locator("#messages > li").last
+    """The newest message the reader can see: a row the thread keeps hidden is no line of it."""
+    return page.locator("#messages > li:visible").last
 
 
 def box(locator: Locator) -> FloatRect:
@@ -103,7 +104,8 @@ def expect_last_line_shown(page: Page) -> None:
     with contextlib.suppress(PlaywrightTimeoutError):
         page.wait_for_function(
             """() => {
-                const item = [...document.querySelectorAll('#messages > li')].pop();
+                const item = [...document.querySelectorAll('#messages > li')]
+                    .filter((row) => row.getClientRects().length).pop();
                 const log = document.getElementById('messages-log').getBoundingClientRect();
                 const composer = document.getElementById('composer').getBoundingClientRect();
                 if (!item) return false;
