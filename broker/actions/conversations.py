@@ -14,8 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from django.db.models import Max
-
 from broker import fields, policy, refusals
 from broker.access import access_thread, verb
 from broker.actions.streams import appending
@@ -120,8 +118,7 @@ def _thread_holding(actor: Actor, *, instance: str, history: Sequence[Exchange])
         ).values("thread_id")
         candidates = (
             Thread.objects.filter(pk__in=opening)
-            .annotate(newest=Max("messages__id"))
-            .order_by("-newest")
+            .order_by("-active_at", "-pk")
             .values_list("pk", flat=True)
         )
         for candidate in candidates:
