@@ -206,6 +206,38 @@ def one_line(text: str) -> str:
     return line + "…" if len(text) > PREVIEW_READ else line
 
 
+# A search hit's snippet (`snippet`): this many characters of the body before the first match,
+# and at most this many from the match on.
+SNIPPET_BEFORE = 40
+SNIPPET_FROM = 120
+# A search term's length, in characters.
+SEARCH_MAX = 200
+
+
+def clean_search(value: object) -> str:
+    """A search term: 1 to SEARCH_MAX characters, not only whitespace, else `invalid`."""
+    if not isinstance(value, str) or not value.strip():
+        raise Refusal(refusals.INVALID, "Give a search term: 1 to 200 characters.")
+    if len(value) > SEARCH_MAX:
+        raise Refusal(refusals.INVALID, f"The search term is longer than {SEARCH_MAX} characters.")
+    return value
+
+
+def snippet(text: str, term: str) -> str:
+    """The part of `text` around the first match of `term` (case ignored) on one line, "…"
+    where it is cut; the start of `text` when the match is not found as the database found it
+    (a letter whose upper case is longer, as "ß")."""
+    found = re.search(re.escape(term), text, re.IGNORECASE)
+    start = max(0, found.start() - SNIPPET_BEFORE) if found else 0
+    end = (found.start() if found else 0) + SNIPPET_FROM
+    if found and found.end() > end:
+        end = found.end()
+    part = " ".join(text[start:end].split())
+    head = "…" if start > 0 else ""
+    tail = "…" if end < len(text) else ""
+    return f"{head}{part}{tail}"
+
+
 def clean_limit(value: int | None) -> int:
     """A list's page size: default 100, between 1 and 500."""
     if value is None:

@@ -33,6 +33,7 @@ TESTER_VERBS = frozenset(
         "message.send",
         "message.receive",
         "messages.view",
+        "messages.search",
         "trail.read",
         "assistant.stop",
         "conversation.start",

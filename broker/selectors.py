@@ -208,6 +208,87 @@ def list_threads(
     return by_activity(threads, below=_listed_thread(actor, below), limit=limit)
 
 
+# The most threads whose name matches a search that one search returns.
+SEARCH_THREADS = 20
+
+
+@dataclass(frozen=True)
+class MessageHit:
+    """A message of the actor's own thread that a search found, with where it is."""
+
+    id: int
+    thread: int
+    thread_name: str
+    project: int
+    project_name: str
+    archived: bool
+    from_role: str
+    created_at: datetime
+    snippet: str
+
+
+@dataclass(frozen=True)
+class SearchHits:
+    """A search of every project: the threads whose name matches, and one page of messages."""
+
+    threads: list[Thread]
+    messages: list[MessageHit]
+
+
+@verb("messages.search", ActorKind.HUMAN, ActorKind.TESTER)
+def search(
+    actor: Actor, *, query: str, before: int | None = None, limit: int | None = None
+) -> SearchHits:
+    """R3, R1: the actor's own threads in every project whose name holds `query`, and the
+    messages of those threads whose body holds it, newest first, paged by `before` (a message
+    id: the page is the matches older than it). Case is ignored. Archived threads are searched
+    too, and say so.
+
+    The owner reads every message of its thread (`thread_messages`), and only those (R20: the
+    tester nothing of the human's, the human nothing of the tester's): a message is a hit only
+    when its thread is `owner(actor)`'s. The messages are searched on their own, where an index
+    serves the search (`message_body_search` on PostgreSQL), and their threads matched by id
+    among the owner's, as `list_threads` does: no join of every thread with every message.
+
+    The threads come on the first page only (`before` not given): at most SEARCH_THREADS, the
+    newest first."""
+    query = fields.clean_search(query)
+    owned = Thread.objects.filter(project__business_id=actor.business_id, owner=policy.owner(actor))
+    threads: list[Thread] = []
+    if before is None:
+        threads = list(
+            with_inbox(
+                owned.filter(name__icontains=query).select_related("instance", "project")
+            ).order_by("-pk")[:SEARCH_THREADS]
+        )
+    found = Message.objects.filter(
+        business_id=actor.business_id,
+        body__icontains=query,
+        thread_id__in=owned.values("pk"),
+    ).select_related("thread__project")
+    rows = page(found, before=before, limit=limit)
+    return SearchHits(
+        threads=threads,
+        messages=[_message_hit(message, query) for message in reversed(rows)],
+    )
+
+
+def _message_hit(message: Message, query: str) -> MessageHit:
+    thread = message.thread
+    assert thread is not None  # matched among the owner's threads
+    return MessageHit(
+        id=message.pk,
+        thread=thread.pk,
+        thread_name=thread.name,
+        project=thread.project_id,
+        project_name=thread.project.name,
+        archived=thread.archived,
+        from_role=message.from_role,
+        created_at=message.created_at,
+        snippet=fields.snippet(message.body, query),
+    )
+
+
 def _listed_thread(actor: Actor, thread_id: int | None) -> Thread | None:
     """The place of one of the actor's own threads in the inbox's order, for `below`; any
     other id (the other side's, another business's, none) is the same `invalid` (R1, R3)."""

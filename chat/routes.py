@@ -38,6 +38,7 @@ ROUTES: tuple[tuple[str, type[ChatView], str], ...] = (
     ("api/chat/threads/<id:thread_id>/messages", chat.ThreadMessagesView, "chat-thread-messages"),
     ("api/chat/threads/<id:thread_id>/open", chat.ThreadOpenView, "chat-thread-open"),
     ("api/chat/stop", chat.StopView, "chat-stop"),
+    ("api/chat/search", chat.SearchView, "chat-search"),
     ("api/messages", chat.MessagesView, "messages"),
     ("api/trail", chat.TrailView, "trail"),
 )

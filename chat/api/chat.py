@@ -11,7 +11,7 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from broker import actions, selectors
+from broker import actions, fields, selectors
 from chat.api import shapes
 from chat.api.base import ChatView
 from chat.api.docs import ERRORS, LIST_PARAMETERS
@@ -146,6 +146,52 @@ class ThreadsView(ChatView):
             return Response({"thread": shapes.ThreadOut(thread).data}, status=201)
 
         return self.answer_once(request, write)
+
+
+class SearchView(ChatView):
+    """Search every project: the actor's own threads by name and their messages (R3, R1)."""
+
+    class SearchQuery(StrictInput):
+        q = serializers.CharField(max_length=fields.SEARCH_MAX)
+        limit = QueryNumber(required=False, min_value=1, max_value=fields.MAX_LIMIT)
+        before = QueryNumber(required=False, min_value=0)
+
+    @extend_schema(
+        operation_id="search",
+        parameters=[
+            OpenApiParameter(
+                "q",
+                str,
+                required=True,
+                description="The text to find, 1–200 characters; case is ignored.",
+            ),
+            OpenApiParameter("limit", int, description="Messages per page: 1–500, default 100."),
+            OpenApiParameter(
+                "before",
+                int,
+                description="The matching messages older than this message id (the next page).",
+            ),
+        ],
+        responses={
+            200: inline_serializer(
+                "SearchHits",
+                {
+                    "threads": shapes.ThreadHitOut(many=True),
+                    "messages": shapes.MessageHitOut(many=True),
+                },
+            ),
+            **ERRORS,
+        },
+    )
+    def get(self, request: Request) -> Response:
+        query = list_query(request, self.SearchQuery)
+        hits = selectors.search(self.actor(), query=query.pop("q"), **query)
+        return Response(
+            {
+                "threads": shapes.ThreadHitOut(hits.threads, many=True).data,  # type: ignore[arg-type]
+                "messages": shapes.MessageHitOut(hits.messages, many=True).data,  # type: ignore[arg-type]
+            }
+        )
 
 
 class ThreadView(ChatView):

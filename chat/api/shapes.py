@@ -23,6 +23,7 @@ from broker.models import (
     TrailRow,
     Via,
 )
+from broker.selectors import MessageHit
 
 T = TypeVar("T")
 
@@ -142,6 +143,27 @@ class ThreadOut(Shape[Thread]):
     preview = serializers.CharField(allow_null=True)
     unread = serializers.IntegerField()
     read_up_to = serializers.IntegerField(allow_null=True)
+
+
+class ThreadHitOut(ThreadOut):
+    """A thread a search found by its name: the thread, and its project's name (a search
+    covers every project)."""
+
+    project_name = serializers.CharField(source="project.name")
+
+
+class MessageHitOut(Shape[MessageHit]):
+    """A message a search found, where it is, and a snippet of its body around the match."""
+
+    id = serializers.IntegerField()
+    thread = serializers.IntegerField()
+    thread_name = serializers.CharField()
+    project = serializers.IntegerField()
+    project_name = serializers.CharField()
+    archived = serializers.BooleanField()
+    from_role = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    snippet = serializers.CharField()
 
 
 class StepOut(Shape[Step]):

@@ -223,6 +223,7 @@ def test_tester_verb_while_tester_off_refuses_tester_off(
         "message.send": lambda: actions.send_message(tester, to="assistant", body="b"),
         "message.receive": lambda: selectors.receive_messages(tester),
         "messages.view": lambda: selectors.messages_view(tester),
+        "messages.search": lambda: selectors.search(tester, query="q"),
         "trail.read": lambda: selectors.read_trail(tester),
         "assistant.stop": lambda: actions.stop_assistant(tester),
         "conversation.start": lambda: actions.start_conversation(
@@ -273,6 +274,7 @@ def test_verb_declares_who_it_serves(verb: str, kinds: frozenset[ActorKind]) -> 
         "thread.archive",
         "thread.pin",
         "messages.view",
+        "messages.search",
         "trail.read",
         "inbox.read",
         "assistant.stop",
