@@ -5,6 +5,7 @@
 //   api.js         the HTTP API
 //   connection.js  live streams, the offline banner, the session check, signing out
 //   lists.js       projects and threads
+//   search.js      search everywhere: the reader's threads and messages in every project
 //   thread.js      one thread: messages, the reply being written, composer, stop
 //   runstate.js    how each turn's reply is going
 //   markdown.js    replies rendered safely
@@ -26,11 +27,12 @@ import { rename, startRename, toggleArchive, togglePin } from "./inbox.js";
 import { focusThread, wireKeys } from "./keys.js";
 import {
   createProject, createThread, defaultProject, findThread, loadOlderThreads, loadProjects, loadThreads,
-  markCurrent, markProject, onChoose, searchThreads, showArchived, showingArchived,
+  markCurrent, markProject, onChoose, showArchived, showingArchived,
 } from "./lists.js";
 import { $, hasTestRuns, say, state } from "./page.js";
 import { recalled, remember } from "./place.js";
 import { focusRuns, hideRuns, loadOlderRuns, showRuns } from "./runs.js";
+import { clearSearch, onSearch, showFound, wireSearch } from "./search.js";
 import { startThread } from "./start.js";
 import { showThreadBadge } from "./threadstate.js";
 import {
@@ -79,7 +81,7 @@ async function startChat(body) {
     await loadProjects();
     await chooseProject(thread.project);
   } else {
-    $("thread-search").value = "";
+    clearSearch();
     await loadThreads();
   }
   if (!state.threads.has(thread.id)) state.threads.set(thread.id, thread);
@@ -146,9 +148,11 @@ function openRuns(runId) {
 }
 
 // Opens thread `id` in its own project and in the list that holds it, current or archived: an
-// address or a link may name a thread alone (the trail's, a test run's), in a project not
-// chosen, or archived (the runner archives the threads of passed repeats).
-async function openThreadAt(id, mine) {
+// address or a link may name a thread alone (the trail's, a test run's, a search hit), in a
+// project not chosen, or archived (the runner archives the threads of passed repeats).
+// `around`: a message of it to show in place, loaded with its neighbours however old (a search
+// hit). `push`: the reader moved, a new history entry.
+async function openThreadAt(id, mine, { around = null, push = false } = {}) {
   let thread = null;
   try {
     thread = await findThread(id);
@@ -161,12 +165,27 @@ async function openThreadAt(id, mine) {
     await chooseProject(thread.project);
     if (mine !== moves) return;
   }
-  if (id !== state.threadId) openThread(id);
+  const shown = around !== null && id === state.threadId && showFound(around);
+  const opening = id !== state.threadId || (around !== null && !shown) ? openThread(id, { around }) : null;
   showView("thread");
-  remember();
+  remember({ push });
+  if (opening === null || around === null) return;
+  await opening;
+  if (mine === moves) showFound(around);
+}
+
+// A search hit chosen: its thread, or its thread at the message found.
+function openHit(threadId, messageId = null) {
+  return openThreadAt(threadId, ++moves, { around: messageId, push: true });
 }
 
 onChoose({ project: pickProject, thread: pickThread });
+onSearch({
+  thread: (id) => openHit(id),
+  message: openHit,
+  // The project's own list steps aside while the hits are shown.
+  searching: (on) => $("threads").closest("section").classList.toggle("searching", on),
+});
 onThreadEvents({
   opened: (id) => markCurrent($("threads"), id),
   start: startChat,
@@ -205,7 +224,7 @@ async function followAddress() {
 function wire() {
   $("project-form").addEventListener("submit", createProject);
   $("thread-form").addEventListener("submit", createThread);
-  $("thread-search").addEventListener("input", searchThreads);
+  wireSearch();
   $("threads-older").addEventListener("click", loadOlderThreads);
   $("messages-older").addEventListener("click", loadOlderMessages);
   $("trail-older").addEventListener("click", loadOlderTrail);

@@ -1,13 +1,15 @@
-// The sidebar: the business's projects, and the actor's own threads in the chosen one.
+// The sidebar: the business's projects, and the actor's own threads in the chosen one (the
+// search box above them searches every project: search.js).
 
 import { get, query, write } from "./api.js";
 import {
   hasInbox, onThreadChanged, onUnlistedActivity, showThreadActions, showUnreadTotal, threadDetails,
 } from "./inbox.js";
 import { $, element, listener, say, state } from "./page.js";
+import { clearSearch } from "./search.js";
 
 const PAGE_SIZE = 50;
-const SEARCH_DELAY_MS = 250;
+const RELIST_DELAY_MS = 250;
 
 // What choosing does, set by the page (open a project, open a thread).
 const choose = { project: () => {}, thread: () => {} };
@@ -173,15 +175,13 @@ function showThreads(threads, { older = false } = {}) {
   if (state.threadId !== null && $("rename-form").hidden) showThreadActions(state.threadId);
   showUnreadTotal();
   const empty = list.childElementCount === 0;
-  const searching = $("thread-search").value.trim() !== "";
-  say($("threads-state"), !empty ? "" : searching ? "No thread matches." : "No threads here yet. Create one below.");
+  say($("threads-state"), empty ? "No threads here yet. Create one below." : "");
   markCurrent(list, state.threadId);
 }
 
 function threadsQuery(extra = {}) {
   return query("/api/chat/threads", {
     project: state.projectId,
-    q: $("thread-search").value.trim(),
     archived: showingArchived() ? "true" : "",
     order: "activity",
     limit: PAGE_SIZE,
@@ -218,7 +218,7 @@ export async function loadOlderThreads() {
 let relisting = null;
 onUnlistedActivity(() => {
   clearTimeout(relisting);
-  relisting = setTimeout(loadThreads, SEARCH_DELAY_MS);
+  relisting = setTimeout(loadThreads, RELIST_DELAY_MS);
 });
 
 // One of the actor's own threads by id, current or archived, or null when it is neither (not
@@ -242,12 +242,6 @@ export function showArchived(archived) {
   $("show-archived").checked = archived;
 }
 
-let searchTimer = null;
-export function searchThreads() {
-  clearTimeout(searchTimer);
-  searchTimer = setTimeout(loadThreads, SEARCH_DELAY_MS);
-}
-
 export async function createThread(event) {
   event.preventDefault();
   const input = $("thread-name");
@@ -256,7 +250,7 @@ export async function createThread(event) {
     const { thread } = await write("/api/chat/threads", { project: state.projectId, name: input.value });
     input.value = "";
     say($("thread-notice"), "");
-    $("thread-search").value = "";
+    clearSearch();
     await loadThreads();
     choose.thread(thread.id);
   } catch (error) {

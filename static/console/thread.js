@@ -168,7 +168,9 @@ export function showBlank() {
   say($("messages-state"), canSend ? "Type below to start a new chat, or open a thread." : "Open a thread to read it.");
 }
 
-export async function openThread(id) {
+// `around`: a message of the thread to load with the messages around it (older and newer,
+// a page each; the stream brings the rest), in place of the newest page.
+export async function openThread(id, { around = null } = {}) {
   closeThread();
   const mine = generation;
   state.threadId = id;
@@ -185,8 +187,12 @@ export async function openThread(id) {
   say($("composer-notice"), canSend ? "" : "Sending from the Console is turned off on this server.");
   say($("messages-state"), "Loading messages…");
   let rows;
+  let newer = [];
+  const path = `/api/chat/threads/${id}/messages`;
   try {
-    ({ messages: rows } = await get(query(`/api/chat/threads/${id}/messages`, { limit: PAGE_SIZE })));
+    const cursor = around === null ? {} : { before: around + 1 };
+    ({ messages: rows } = await get(query(path, { ...cursor, limit: PAGE_SIZE })));
+    if (around !== null) ({ messages: newer } = await get(query(path, { after: around, limit: PAGE_SIZE })));
   } catch (error) {
     if (mine !== generation) return;
     if (showUnavailable(error.code)) return;
@@ -199,6 +205,7 @@ export async function openThread(id) {
   }
   if (mine !== generation) return;
   rows.forEach(addMessage);
+  newer.forEach(addMessage);
   $("messages-older").hidden = rows.length < PAGE_SIZE;
   showMessagesState();
   readNewest();

@@ -59,8 +59,8 @@ def test_b1_human_console_leaves_tester_thread_out_and_trails_it_live(
     mark_page(human)
     choose_project(human, project)
     expect(human.locator("#threads-state")).to_have_text(re.compile("No threads"))
-    human.get_by_label("Search threads").fill(thread)
-    expect(human.locator("#threads-state")).to_have_text("No thread matches.")
+    human.get_by_label("Search all projects").fill(thread)
+    expect(human.locator("#search-state")).to_have_text("No thread matches.")
 
     body = unique("tester turn")
     send(tester, body)
