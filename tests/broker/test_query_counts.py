@@ -227,6 +227,7 @@ def test_select_pages_hundreds_of_rows_same_query_count(who, human, tester, seed
         "thread.messages": lambda: selectors.thread_messages(actor, thread_id=thread.pk),
         "trail.read": lambda: selectors.read_trail(actor),
         "project.list": lambda: selectors.list_projects(actor),
+        "messages.search": lambda: selectors.search(actor, query="turn"),
     }
     few = {name: count_queries(read) for name, read in reads.items()}
     grow_threads(actor, project, MANY)
