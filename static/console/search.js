@@ -3,7 +3,7 @@
 // opens it; choosing a message opens its thread with that message in view, marked.
 
 import { get, query } from "./api.js";
-import { $, element, say, timeOf } from "./page.js";
+import { $, element, nameOf, say, timeOf } from "./page.js";
 
 const PAGE_SIZE = 50;
 const SEARCH_DELAY_MS = 250;
@@ -19,7 +19,7 @@ export function onSearch(handlers) {
 }
 
 const term = () => $("thread-search").value.trim();
-export const searching = () => term() !== "";
+const searching = () => term() !== "";
 
 // `text` as text nodes, the first match of `words` in a <mark> (case ignored; the snippet has
 // its whitespace collapsed, so the term's is too). Never parsed as HTML.
@@ -72,7 +72,9 @@ function threadHit(thread, words) {
 
 function messageHit(hit, words) {
   const meta = where(hit);
-  meta.append(" · ", element("span", "hit-from", hit.from_role), " · ", timeOf(hit.created_at));
+  // Who wrote it in the Console's words: "You", or the instance's name.
+  const writer = element("span", "hit-from", nameOf(hit.from_role, { first: true }));
+  meta.append(" · ", writer, " · ", timeOf(hit.created_at));
   const item = hitItem([meta, marked(hit.snippet, words)], () => choose.message(hit.thread, hit.id));
   item.firstChild.dataset.thread = hit.thread;
   item.firstChild.dataset.message = hit.id;

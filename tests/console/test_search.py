@@ -10,7 +10,7 @@ from playwright.sync_api import expect
 from tests.console.api import LiveApi
 from tests.console.pages import assert_not_reloaded, create_project, mark_page, messages, unique
 from tests.console.test_accessibility import violations
-from tests.support.console_pages import OpenConsole
+from tests.support.console_pages import PHONE, OpenConsole
 
 # More turns after the one found than the thread's first page shows (thread.js, 50 messages).
 LATER_TURNS = 55
@@ -40,6 +40,7 @@ def test_search_hit_in_another_project_opens_its_thread_at_the_message(
     expect(hit).to_have_count(1)
     expect(hit.locator(".hit-project")).to_have_text(far)
     expect(hit.locator(".hit-thread")).to_have_text(thread)
+    expect(hit.locator(".hit-from")).to_have_text("You")
     expect(hit.locator("mark")).to_have_text(word)
     expect(hit.locator(".hit-snippet")).to_have_text(f"the {word} nests by the river")
     expect(results.get_by_role("list", name="Threads")).to_be_hidden()
@@ -89,3 +90,25 @@ def test_search_lists_matching_threads_of_every_project_and_says_when_none_match
     box.fill(unique("nowhere"))
     expect(page.locator("#search-state")).to_have_text("No thread matches.")
     expect(page.get_by_role("list", name="Threads")).to_be_hidden()
+
+
+def test_search_hit_on_a_phone_shows_the_conversation_at_the_message(
+    open_console: OpenConsole, human_api: LiveApi
+) -> None:
+    """On a phone the results are in the list's view; a message chosen there opens the
+    conversation's own view with the message in it, marked."""
+    word = unique("ibis")
+    thread = unique("phone notes")
+    thread_id = human_api.create_thread(human_api.create_project(unique("far")), thread)
+    found = human_api.send(thread_id, f"an {word} on the shore")
+    human_api.send(thread_id, "a later turn")
+    page = open_console("human", viewport=PHONE)
+
+    page.get_by_label("Search all projects").fill(word)
+    page.get_by_role("list", name="Messages").get_by_role("button").click()
+
+    expect(page.get_by_role("heading", name=thread)).to_be_visible()
+    shown = messages(page).locator(f'li[data-id="{found}"]')
+    expect(shown).to_have_class(re.compile(r"\bfound\b"))
+    expect(shown).to_be_in_viewport()
+    assert violations(page) == []
