@@ -420,6 +420,9 @@ class Message(models.Model):
 
     # A turn's stored steps when the read loaded them (`selectors.with_steps`), oldest first.
     loaded_steps: tuple[Step, ...] = ()
+    # When the message a reply answers was stored, where the read annotated it
+    # (`selectors.with_turn_start`); None elsewhere.
+    turn_created_at: datetime | None = None
 
     @property
     def progress_or_none(self) -> TurnProgress | None:

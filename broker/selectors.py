@@ -21,6 +21,7 @@ from django.db.models import (
     Q,
     QuerySet,
     Subquery,
+    Sum,
 )
 from django.db.models.functions import Coalesce, Substr
 
@@ -345,8 +346,49 @@ def thread_messages(
     """R1: a thread's messages, to its owner only; each turn with its reply state (SPEC §7.1)
     and its steps (SPEC §7.2)."""
     thread = access_thread(actor, thread_id=thread_id)
-    rows = Message.objects.filter(thread_rows.in_thread(thread.pk)).select_related("progress")
+    rows = with_turn_start(
+        Message.objects.filter(thread_rows.in_thread(thread.pk)).select_related("progress")
+    )
     return with_steps(page(rows, after=after, before=before, limit=limit, within_thread=True))
+
+
+def with_turn_start(messages: QuerySet[Message]) -> QuerySet[Message]:
+    """Each reply with the time of the message it answers (`Message.turn_created_at`, from
+    which its shape gives a RESULT's `duration_ms`), read in the same query: a join on the
+    answered message's key, no query per row."""
+    # The attribute is declared on the model (None where no read annotated it); the stubs'
+    # plugin takes that for a redefinition.
+    return messages.annotate(turn_created_at=F("in_reply_to__created_at"))  # type: ignore[no-redef]
+
+
+@dataclass(frozen=True)
+class ThreadUsage:
+    """The tokens a thread's replies recorded (SPEC §7.1's `usage`), summed; replies that
+    recorded none count 0."""
+
+    prompt_tokens: int
+    completion_tokens: int
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+@verb("thread.read", counts_as="thread.messages")
+def read_thread(actor: Actor, *, thread_id: int) -> tuple[Thread, ThreadUsage]:
+    """R1: the actor's own thread as its list shows it, and its replies' tokens summed by one
+    aggregate query. What it tells comes from the thread's messages, so R22 counts it as
+    reading them (`thread.messages`)."""
+    thread = access_thread(actor, thread_id=thread_id)
+    sums = Message.objects.filter(
+        thread_rows.in_thread(thread.pk), message_class=MessageClass.RESULT
+    ).aggregate(
+        prompt=Sum("prompt_tokens", default=0), completion=Sum("completion_tokens", default=0)
+    )
+    usage = ThreadUsage(
+        prompt_tokens=int(sums["prompt"]), completion_tokens=int(sums["completion"])
+    )
+    return inbox_thread(actor, thread_id=thread.pk), usage
 
 
 def with_steps(messages: list[MessageT]) -> list[MessageT]:
@@ -444,7 +486,8 @@ def messages_view(
 ) -> Counted:
     """The actor's messages view and its count: `to_role` is `human`, or `tester`."""
     view = _addressed_to(actor)
-    return Counted(rows=page(view, after=after, before=before, limit=limit), count=view.count())
+    rows = page(with_turn_start(view), after=after, before=before, limit=limit)
+    return Counted(rows=rows, count=view.count())
 
 
 @verb("message.receive", ActorKind.HUMAN, ActorKind.TESTER, ActorKind.RUN)

@@ -195,7 +195,21 @@ class SearchView(ChatView):
 
 
 class ThreadView(ChatView):
-    """Rename, archive or pin the actor's own thread (R1; R22 decides the tester's share)."""
+    """The actor's own thread with its replies' tokens summed; rename, archive or pin it (R1;
+    R22 decides the tester's share)."""
+
+    @extend_schema(
+        operation_id="thread_get",
+        responses={
+            200: inline_serializer("ThreadWithUsage", {"thread": shapes.ThreadReadOut()}),
+            **ERRORS,
+        },
+    )
+    def get(self, request: Request, thread_id: int) -> Response:
+        thread, usage = selectors.read_thread(self.actor(), thread_id=thread_id)
+        shape = dict(shapes.ThreadOut(thread).data)
+        shape["usage"] = shapes.UsageOut(usage).data
+        return Response({"thread": shape})
 
     class ThreadChangeInput(StrictInput):
         name = StrictString(required=False)

@@ -166,6 +166,21 @@ class MessageHitOut(Shape[MessageHit]):
     snippet = serializers.CharField()
 
 
+class UsageOut(serializers.Serializer[Any]):
+    """The tokens a thread's replies recorded, summed (SPEC §7.1's `usage` of each RESULT)."""
+
+    prompt_tokens = serializers.IntegerField()
+    completion_tokens = serializers.IntegerField()
+    total_tokens = serializers.IntegerField()
+
+
+class ThreadReadOut(ThreadOut):
+    """One thread as its list shows it, with its replies' tokens summed (the single thread's
+    read only: the list leaves them out)."""
+
+    usage = UsageOut()
+
+
 class StepOut(Shape[Step]):
     """A tool call of a turn (SPEC §7.2): what was called, how it ended, what it gave."""
 
@@ -220,6 +235,10 @@ class MessageOut(Shape[Message]):
     model = serializers.CharField(allow_null=True)
     finish_reason = serializers.CharField(allow_null=True)
     usage = serializers.SerializerMethodField()
+    # A RESULT's timing: from the model request to its first text, and from the turn it
+    # answers to it (null when unknown, and for every other message).
+    first_token_ms = serializers.IntegerField(allow_null=True)
+    duration_ms = serializers.SerializerMethodField()
     # SPEC §7.2: a turn's tool calls, stored ones only (the thread socket shows a running one).
     steps = serializers.SerializerMethodField()
 
@@ -239,6 +258,13 @@ class MessageOut(Shape[Message]):
         if progress is None or progress.state != ReplyState.STOPPED:
             return None
         return progress.draft or None
+
+    def get_duration_ms(self, message: Message) -> int | None:
+        # Read with the message where its read annotated it (`selectors.with_turn_start`).
+        started = message.turn_created_at
+        if message.message_class != "RESULT" or started is None:
+            return None
+        return max(0, round((message.created_at - started).total_seconds() * 1000))
 
     def get_usage(self, message: Message) -> dict[str, int | None] | None:
         if message.prompt_tokens is None and message.completion_tokens is None:

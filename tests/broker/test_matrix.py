@@ -38,6 +38,7 @@ THREAD_VERBS: dict[str, Callable[[Actor, int], Any]] = {
     ),
     # Declared under their own names, decided as the verbs they count as.
     "thread.replies": lambda actor, thread_id: selectors.thread_replies(actor, thread_id=thread_id),
+    "thread.read": lambda actor, thread_id: selectors.read_thread(actor, thread_id=thread_id),
     "thread.mark_read": lambda actor, thread_id: actions.mark_read(
         actor, thread_id=thread_id, up_to=newest_message(thread_id)
     ),
@@ -161,6 +162,7 @@ def test_tester_verbs_list_names_only_declared_verbs() -> None:
 # The verbs declared under their own names that R22 decides as another verb.
 COUNTED_CALLS: dict[str, Callable[[Actor], Any]] = {
     "thread.replies": lambda actor: selectors.thread_replies(actor, thread_id=1),
+    "thread.read": lambda actor: selectors.read_thread(actor, thread_id=1),
     "thread.mark_read": lambda actor: actions.mark_read(actor, thread_id=1, up_to=1),
 }
 
@@ -168,7 +170,11 @@ COUNTED_CALLS: dict[str, Callable[[Actor], Any]] = {
 def test_each_verb_counted_as_another_counts_as_a_tester_verb() -> None:
     """R22 knows no verb by the name it is declared under when it counts as another: each
     counts as a verb of the tester's list, declared with the same kinds."""
-    assert COUNTS_AS == {"thread.replies": "thread.messages", "thread.mark_read": "thread.open"}
+    assert COUNTS_AS == {
+        "thread.replies": "thread.messages",
+        "thread.read": "thread.messages",
+        "thread.mark_read": "thread.open",
+    }
     assert set(COUNTED_CALLS) == set(COUNTS_AS)
     for name, counted_as in COUNTS_AS.items():
         assert counted_as in policy.TESTER_VERBS

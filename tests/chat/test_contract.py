@@ -51,6 +51,8 @@ MESSAGE = {
     "model",
     "finish_reason",
     "usage",
+    "first_token_ms",
+    "duration_ms",
     # SPEC §7.2
     "steps",
 }

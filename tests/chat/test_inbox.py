@@ -11,17 +11,6 @@ from broker.models import TrailRow
 from tests.support.listeners import ListenerClient
 
 
-@pytest.fixture
-def sides(
-    human_client: ListenerClient,
-    tester_client: ListenerClient,
-    human_thread_id: int,
-    tester_thread_id: int,
-) -> dict[str, tuple[ListenerClient, int]]:
-    """Each side's client and its own thread."""
-    return {"human": (human_client, human_thread_id), "tester": (tester_client, tester_thread_id)}
-
-
 def patch(client: ListenerClient, thread_id: int, body: Any, **kwargs: Any) -> Any:
     return client.request("PATCH", f"/api/chat/threads/{thread_id}", json=body, **kwargs)
 

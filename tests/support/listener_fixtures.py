@@ -86,3 +86,14 @@ def tester_thread_id(tester_client: ListenerClient, project_id: int) -> int:
     response = tester_client.post("/api/chat/threads", {"project": project_id, "name": "probe"})
     assert response.status_code == 201, response.text
     return response.json()["thread"]["id"]
+
+
+@pytest.fixture
+def sides(
+    human_client: ListenerClient,
+    tester_client: ListenerClient,
+    human_thread_id: int,
+    tester_thread_id: int,
+) -> dict[str, tuple[ListenerClient, int]]:
+    """Each side's client and its own thread."""
+    return {"human": (human_client, human_thread_id), "tester": (tester_client, tester_thread_id)}
