@@ -19,6 +19,7 @@
 //   stopped.js     a stopped reply's partial text, kept in the thread
 //   threadstate.js the open thread's badge: Archived, Not found, Not yours
 //   keys.js        the skip link, the focus after rename and archive, the shortcuts list
+//   details.js     a reply's details (model, tokens, timing) and the thread's token total
 
 import { write } from "./api.js";
 import { checkConnection, onReconnect, onSignedOut } from "./connection.js";
@@ -239,6 +240,7 @@ function wire() {
   $("new-chat").addEventListener("click", newChat);
   $("export-markdown").addEventListener("click", () => downloadThread("markdown"));
   $("export-json").addEventListener("click", () => downloadThread("json"));
+  $("export-suite").addEventListener("click", () => downloadThread("suite"));
   onSignedOut(() => { $("new-chat").hidden = true; });
   for (const tab of document.querySelectorAll("[role=tab][data-tab]")) {
     tab.addEventListener("click", () => showTab(tab.dataset.tab));

@@ -1,11 +1,12 @@
 // A thread's export: every message of the open thread with its reply state and its
 // steps (SPEC §7.2), as
-// Markdown or as JSON, downloaded as a file. Built here from the thread's messages API, every
+// Markdown or as JSON, downloaded as a file; or the thread as a test case, a suite file whose
+// turns send what its owner sent (docs/suite-file.md). Built here from the thread's messages API, every
 // page of it, so it goes through the same checks as reading the thread (R1, both listeners'
 // gates) and needs no route of its own (docs/decisions/console.md).
 
 import { get, query } from "./api.js";
-import { readableTime, state, writerOf } from "./page.js";
+import { me, readableTime, state, writerOf } from "./page.js";
 import { stepLine } from "./steps.js";
 
 const PAGE_SIZE = 500; // the API's largest page (SPEC §6)
@@ -90,6 +91,70 @@ export function asMarkdown(thread, messages) {
   return `${parts.join("\n\n")}\n`;
 }
 
+// --- the thread as a test case ---------------------------------------------------------------
+
+// A TOML basic string: JSON's escapes are TOML's, but for DEL, which TOML wants escaped too, and
+// a lone surrogate, which neither can carry (U+FFFD in its place).
+function tomlString(text) {
+  return JSON.stringify(text.toWellFormed()).replace(/\u007f/g, "\\u007F");
+}
+
+// At most `limit` characters of `text`, without control characters (a suite's names refuse them).
+function clipped(text, limit) {
+  const chars = [...text.replace(/[\p{Cc}\p{Cf}]+/gu, " ").trim()];
+  return chars.length > limit ? `${chars.slice(0, limit - 1).join("").trimEnd()}…` : chars.join("");
+}
+
+// The first line of a reply, at most 60 characters cut at a word: what `contains` could ask.
+function firstWords(body) {
+  const line = body.split("\n").map((part) => part.trim()).find(Boolean) ?? "";
+  if ([...line].length <= 60) return line;
+  const cut = [...line].slice(0, 60).join("");
+  return cut.slice(0, cut.lastIndexOf(" ") > 20 ? cut.lastIndexOf(" ") : cut.length).trimEnd();
+}
+
+// What the reply to `turn` was, as comments: the expectation to fill in, by docs/suite-file.md's
+// keys. Left as comments the turn expects a reply within 30 seconds, nothing more.
+function expectationLines(turn, reply) {
+  if (!reply) {
+    const state = turn.reply_state ?? "pending";
+    return [`# No reply came (the turn is ${state}). To expect none:`, "# expect = { reply = false }"];
+  }
+  const lines = [`# The reply then: ${tomlString(clipped(reply.body, 200))}`];
+  const words = firstWords(reply.body);
+  const checks = words ? [`contains = [${tomlString(words)}]`] : [];
+  if (reply.model) checks.push(`model = ${tomlString(reply.model)}`);
+  if (reply.finish_reason) checks.push(`finish_reason = ${tomlString(reply.finish_reason)}`);
+  if (checks.length) lines.push(`# expect = { ${checks.join(", ")} }`);
+  return lines;
+}
+
+// The open thread as a suite file: one case, its turns the owner's messages in order, each
+// reply under its turn as a commented-out expectation. Throws when the owner sent nothing.
+export function asSuite(thread, messages) {
+  const turns = messages.filter((message) => message.from_role === me && message.class === "REQUEST" && message.body.trim());
+  if (!turns.length) throw new Error("This thread has no message of yours to send: there is no test case to save.");
+  const replies = new Map(messages.filter((m) => m.class === "RESULT").map((m) => [m.in_reply_to, m]));
+  const name = clipped(thread.name ?? "", 80) || `Thread ${thread.id}`;
+  const project = clipped(state.projects.get(thread.project)?.name ?? "", 200) || "Console test cases";
+  const lines = [
+    `# A test case made from the thread ${tomlString(name)} (thread ${thread.id}) on ${readableTime(new Date())}.`,
+    "# Each turn sends what was sent in the thread. Under it, the reply it got then, and an",
+    "# expectation to fill in: take the \"# \" off its line to keep it (docs/suite-file.md).",
+    "",
+    `name = ${tomlString(name)}`,
+    `project = ${tomlString(project)}`,
+    "",
+    "[[cases]]",
+    `name = ${tomlString(name)}`,
+  ];
+  if (/^[A-Za-z0-9_-]{1,100}$/.test(thread.instance ?? "")) lines.push(`instance = ${tomlString(thread.instance)}`);
+  for (const turn of turns) {
+    lines.push("", "[[cases.turns]]", `send = ${tomlString(turn.body)}`, ...expectationLines(turn, replies.get(turn.id)));
+  }
+  return `${lines.join("\n")}\n`;
+}
+
 // A file name from the thread's name: letters, digits and dashes.
 export function fileName(thread, extension) {
   const stem = thread.name.normalize("NFKD").replace(/[^\p{L}\p{N}]+/gu, "-").replace(/^-+|-+$/g, "").slice(0, 60);
@@ -107,14 +172,22 @@ function download(text, name, type) {
   setTimeout(() => URL.revokeObjectURL(url), 10_000);
 }
 
-// Downloads the open thread as `format` ("markdown" or "json"); throws the API's error.
+// The formats: the file's extension and type, and how it is written.
+const FORMATS = {
+  markdown: { extension: "md", type: "text/markdown", write: asMarkdown },
+  json: { extension: "json", type: "application/json", write: asJson },
+  suite: { extension: "suite.toml", type: "application/toml", write: asSuite },
+};
+
+// Downloads the open thread as `format` ("markdown", "json" or "suite"); throws the API's error,
+// or why the thread makes no such file.
 export async function exportThread(format) {
   const id = state.threadId;
   if (id === null) return null;
   const thread = state.threads.get(id) ?? { id, name: `Thread ${id}` };
   const messages = await allMessages(id);
-  const name = fileName(thread, format === "json" ? "json" : "md");
-  if (format === "json") download(asJson(thread, messages), name, "application/json");
-  else download(asMarkdown(thread, messages), name, "text/markdown");
+  const { extension, type, write } = FORMATS[format] ?? FORMATS.markdown;
+  const name = fileName(thread, extension);
+  download(write(thread, messages), name, type);
   return { name, count: messages.length };
 }

@@ -5,6 +5,7 @@ import { ApiError, get, query, write } from "./api.js";
 import { checkConnection, onReconnect, openStream } from "./connection.js";
 import { loadDraft, saveDraft } from "./drafts.js";
 import { copyButton, plain, rendered } from "./markdown.js";
+import { replyDetails, showThreadUsage } from "./details.js";
 import { markRead, showThreadActions } from "./inbox.js";
 import { $, button, canSend, element, me, newKey, say, state, timeOf, writerOf } from "./page.js";
 import { rowList } from "./rows.js";
@@ -63,6 +64,11 @@ function renderMessage(message) {
     meta.append(" · ", rawToggle(message, item), " · ", copy);
   }
   item.append(meta, markdown ? rendered(message.body) : plain(message.body));
+  if (message.class === "RESULT") {
+    const { toggle, list } = replyDetails(message);
+    meta.append(" · ", toggle);
+    item.append(list);
+  }
   if (message.reply_state) item.append(element("div", "turn-state"));
   return item;
 }
@@ -144,6 +150,7 @@ export function closeThread() {
   forgetTurns();
   forgetSteps();
   showThreadBadge(null);
+  showThreadUsage(null);
   $("messages-older").hidden = true;
   $("thread-export").hidden = true;
   $("thread-export").open = false;
@@ -209,6 +216,7 @@ export async function openThread(id, { around = null } = {}) {
   $("messages-older").hidden = rows.length < PAGE_SIZE;
   showMessagesState();
   readNewest();
+  showThreadUsage(id);
   stream = openStream({
     path: `/ws/chat/threads/${id}/`,
     type: "message",
@@ -218,6 +226,7 @@ export async function openThread(id, { around = null } = {}) {
     onRow: (row) => {
       addMessage(row);
       readNewest();
+      if (row.class === "RESULT") showThreadUsage(id);
     },
     onFrame: receiveFrame,
     status: $("thread-status"),

@@ -3,11 +3,14 @@
 // on the human's trail "tester to assistant"; the stored `text`, R16's label and the body, stays
 // on the row as `data-text`), tester rows marked as the tester's (R16). It can be filtered
 // (all, messages, the tester's), shows bookkeeping (claims and leases) only when asked, clamps
-// long bodies to a few lines with "more", and folds away on a wide screen, remembered.
+// long bodies to a few lines with "more" (rendered as the thread renders replies: never a raw
+// `**`), and folds to a narrow rail on a wide screen, remembered, counting the rows that arrive
+// while folded.
 
 import { get, query } from "./api.js";
 import { openStream } from "./connection.js";
 import { noteTrailRow } from "./inbox.js";
+import { rendered } from "./markdown.js";
 import { $, element, endsOf, listener, nameOf, say, state, timeOf } from "./page.js";
 import { rowList } from "./rows.js";
 
@@ -101,8 +104,9 @@ function renderTrailRow(row) {
   head.append(" · ", timeOf(row.at));
   const thread = threadLabel(row, byTester);
   if (thread) head.append(" · ", thread);
-  const text = element("p", "trail-text", says);
-  text.dir = "auto";
+  // The body as the thread shows a reply: the same sanitised markdown, clamped by CSS.
+  const text = rendered(says);
+  text.classList.add("trail-text");
   const more = element("button", "link trail-more", "more");
   more.type = "button";
   more.hidden = true;
@@ -185,7 +189,29 @@ function setView(change) {
   showTrailState();
 }
 
-// --- open or folded away (a wide screen; the phone's trail is a tab) ---------------------------
+// --- open or folded to a rail (a wide screen; the phone's trail is a tab) ------------------------
+
+// Rows shown since the trail was folded: the rail's badge; unfolding clears it.
+let unseen = 0;
+
+// The badge says the count and, to a screen reader, what it counts: the button's name is its
+// text ("Show trail 3 new rows"), so the name holds what is seen (WCAG 2.5.3).
+function showUnseen(open) {
+  const badge = $("trail-unseen");
+  badge.hidden = open || unseen === 0;
+  badge.replaceChildren();
+  if (badge.hidden) return;
+  const words = element("span", "visually-hidden", unseen === 1 ? " new row" : " new rows");
+  badge.append(unseen > 99 ? "99+" : String(unseen), words);
+}
+
+// A row that arrived while folded and that the trail would show counts on the rail.
+function noteUnseen(row) {
+  const item = trail.item(row.id);
+  if (document.body.dataset.trail !== "closed" || !item || item.hidden || !matches(item)) return;
+  unseen += 1;
+  showUnseen(false);
+}
 
 function remembered() {
   try {
@@ -198,8 +224,10 @@ function remembered() {
 function setOpen(open, { keep = true } = {}) {
   document.body.dataset.trail = open ? "open" : "closed";
   const toggle = $("trail-toggle");
-  toggle.textContent = open ? "Hide trail" : "Show trail";
+  $("trail-toggle-text").textContent = open ? "Hide trail" : "Show trail";
   toggle.setAttribute("aria-expanded", String(open));
+  if (open) unseen = 0;
+  showUnseen(open);
   if (!keep) return;
   try {
     localStorage.setItem(OPEN_KEY, String(open));
@@ -221,10 +249,12 @@ function wireTrail() {
 const trail = rowList($("trail"), $("trail-log"), renderTrailRow);
 wireTrail();
 
+// Shows `row`; false when it was shown already.
 function addRow(row) {
-  if (!trail.add(row)) return;
+  if (!trail.add(row)) return false;
   fold(row);
   applyView(trail.item(row.id));
+  return true;
 }
 
 export async function startTrail() {
@@ -245,7 +275,7 @@ export async function startTrail() {
     rowsType: "trail.rows",
     after: trail.newest,
     onRow: (row) => {
-      addRow(row);
+      if (addRow(row)) noteUnseen(row);
       noteTrailRow(row);
       showTrailState();
     },

@@ -1,7 +1,7 @@
 """The trail as a person reads it, on both Consoles at 1440×900 and 390×844: rows in
 plain words, the thread's ("You to assistant"), tester rows marked as the tester's and their threads
 never linked on the human's trail; a filter (all, messages, the tester's); bookkeeping (claims and
-leases) only when asked; long bodies clamped with "more"; folded away on a wide screen,
+leases) only when asked; long bodies clamped with "more"; folded to a rail on a wide screen,
 remembered. And the admin's text columns: readable, one line; a thread's messages inline inside
 the page. Positions and visibility are read from the DOM and bounding boxes, never screenshots."""
 
@@ -25,6 +25,7 @@ from tests.console.pages import (
     unique,
 )
 from tests.console.server import LiveServer
+from tests.console.test_accessibility import violations
 from tests.support.console_pages import DESKTOP, PHONE, OpenConsole
 from tests.support.model_servers import FakeModel
 
@@ -32,6 +33,8 @@ SIZES = [pytest.param(DESKTOP, id="desktop"), pytest.param(PHONE, id="phone")]
 
 # How many lines the trail shows of a body before "more".
 CLAMP_LINES = 4
+# The folded trail's rail: 2.5rem at the Console's 15 px root, and a pixel of rounding.
+RAIL_PX = 38.5
 
 
 def box(locator: Locator) -> dict[str, float]:
@@ -293,9 +296,28 @@ def test_trail_clamps_long_body_to_a_few_lines_with_more(
 # --- folded away -----------------------------------------------------------------------------
 
 
-def test_trail_folds_away_on_desktop_and_stays_so_after_reload(open_console: OpenConsole) -> None:
-    """The "Hide trail" button leaves the trail's heading and gives its room to the thread; a
-    reload keeps it folded; "Show trail" brings it back, and that is kept too."""
+def shown_rows(page: Page) -> int:
+    """The trail's rows the current view shows (folded bookkeeping and filtered rows aside)."""
+    return int(
+        page.evaluate(
+            """() => [...document.querySelectorAll("#trail > .trail-row")]
+                .filter((row) => !row.hidden && !row.classList.contains("filtered")).length"""
+        )
+    )
+
+
+def unseen(page: Page) -> int:
+    """The count the rail's badge shows."""
+    return int(page.locator("#trail-unseen").inner_text().split()[0])
+
+
+def test_trail_folds_to_a_rail_counting_new_rows_and_stays_so_after_reload(
+    open_console: OpenConsole, tester_api: LiveApi, model: FakeModel
+) -> None:
+    """ "Hide trail" folds the trail to a narrow rail, its one control the upright "Show trail"
+    button, and gives its room to the thread: no empty column. Rows that arrive while folded are
+    counted on the rail; unfolding clears the count. A reload keeps it folded; "Show trail"
+    brings it back, and that is kept too."""
     page = open_console("tester")
     create_project(page, unique("fold"))
     create_thread(page, unique("thread"))
@@ -306,19 +328,47 @@ def test_trail_folds_away_on_desktop_and_stays_so_after_reload(open_console: Ope
     expect(trail(page)).to_be_hidden()
     toggle = page.get_by_role("button", name="Show trail")
     expect(toggle).to_have_attribute("aria-expanded", "false")
-    expect(pane.get_by_role("heading", name="Live trail")).to_be_visible()
-    assert box(thread)["width"] > open_width + 100
+    expect(toggle).to_have_text("Show trail")
+    badge = page.locator("#trail-unseen")
+    expect(badge).to_be_hidden()
+    assert box(pane)["width"] <= RAIL_PX
+    assert box(thread)["width"] > open_width + 200
+    console = box(page.locator("#console"))
+    assert console["x"] + console["width"] - 20 < box(pane)["x"] + box(pane)["width"]
     assert box(pane)["x"] + box(pane)["width"] <= DESKTOP["width"]
     assert box(pane)["x"] >= box(thread)["x"] + box(thread)["width"]
+    assert box(toggle)["height"] > 200  # the whole rail is the button
+    before = shown_rows(page)
+
+    body = unique("while folded")
+    turn_of_tester(tester_api, body)
+    # The turn and its reply reach the folded trail (out of the accessibility tree); each row
+    # shown counts.
+    rows = page.locator("#trail > .trail-row")
+    expect(rows.filter(has_text=body)).to_have_count(1)
+    expect(rows.filter(has_text=model.content or "")).not_to_have_count(0)
+    expect(badge).to_have_text(re.compile(rf"^{shown_rows(page) - before} new rows?$"))
+    count = unseen(page)
+    assert count >= 1
+    named = re.compile(rf"^Show trail {count} new rows?$")
+    expect(page.get_by_role("button", name=named)).to_be_visible()
+    turn_of_tester(tester_api, unique("another"))
+    expect(badge).not_to_have_text(re.compile(rf"^{count} "))
+    assert unseen(page) > count
+    assert violations(page) == []
 
     page.reload()
     expect(page.get_by_role("button", name="Show trail")).to_be_visible()
     expect(trail(page)).to_be_hidden()
     page.get_by_role("button", name="Show trail").click()
     expect(trail(page)).to_be_visible()
+    expect(badge).to_be_hidden()
     page.reload()
     expect(page.get_by_role("button", name="Hide trail")).to_have_attribute("aria-expanded", "true")
     expect(trail(page)).to_be_visible()
+    page.get_by_role("button", name="Hide trail").click()
+    expect(badge).to_be_hidden()
+    expect(page.locator("#trail-toggle")).to_have_accessible_name("Show trail")
 
 
 def test_trail_on_phone_is_a_tab_and_never_folded(open_console: OpenConsole) -> None:
