@@ -42,11 +42,17 @@ def details_of(reply: Locator) -> dict[str, str]:
     )
 
 
-@pytest.mark.parametrize("viewport", SIZES)
+@pytest.mark.parametrize(
+    ("viewport", "dark"),
+    [
+        pytest.param(DESKTOP, False, id="desktop-light"),
+        pytest.param(PHONE, True, id="phone-dark"),
+    ],
+)
 def test_reply_details_unfold_with_model_tokens_and_timing_and_thread_shows_its_total(
-    open_console: OpenConsole, viewport: dict[str, int]
+    open_console: OpenConsole, viewport: dict[str, int], dark: bool
 ) -> None:
-    page = open_console("human", viewport=viewport)
+    page = open_console("human", viewport=viewport, dark=dark)
     create_project(page, unique("details"))
     create_thread(page, unique("details"))
     answered_turn(page, unique("first"), 1)
