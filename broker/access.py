@@ -156,6 +156,8 @@ _THREAD_COLUMNS = (
     "read_up_to",
     "active_at",
     "pinned_at",
+    "branched_from_id",
+    "branched_at_id",
 )
 _INSTANCE_COLUMNS = ("id", "business_id", "name", "role_id")
 _ROLE_COLUMNS = ("id", "business_id", "name", "receive_from", "send_to", "cross_role")

@@ -13,8 +13,8 @@
 - A thread's message has the thread's instance as from_role or to_role.
 - A thread's instance belongs to the project's business.
 - Immutable once written: a thread's owner (moving a thread would carry it across the wall
-  between the human and the tester), a project's business, and a thread's instance once the
-  thread has messages.
+  between the human and the tester), a project's business, a thread's instance once the
+  thread has messages, and what a branch carries (R24: `branched_from`, `branched_at`).
 
 The last two involve rows of other tables, so the changes that could break them from the other
 side are refused too: moving a thread to another instance, renaming an instance, or moving an
@@ -29,8 +29,8 @@ Migration 0002 installs the guards and its reverse drops them; otherwise only th
 command lifts them, for the flush alone, and `migrate` on SQLite, for the migration alone
 (`broker.apps`: a table rebuild would trip over the triggers of other tables). The migration
 runs this module as it stands, so the SQL here may name only tables that exist once 0001 has
-run: a guard on a later table belongs in that table's own migration. Migrations 0004 and 0016
-install the set again for the guards added with them.
+run: a guard on a later table belongs in that table's own migration. Migrations 0004, 0016 and
+0018 install the set again for the guards added with them.
 
 A migration that rebuilds a table (SQLite's way to alter most columns) drops that table's
 triggers with it, so the guards are an invariant that is checked, not assumed: `missing` names
@@ -81,6 +81,11 @@ INSTANCE_RENAME_REFUSED = "broker_instance name must stay at one end of its thre
 INSTANCE_BUSINESS_REFUSED = "broker_instance business must stay its threads' project's business"
 PROJECT_BUSINESS_REFUSED = "broker_project business is immutable"
 THREAD_OWNER_REFUSED = "broker_thread owner is immutable"
+THREAD_BRANCH_REFUSED = "broker_thread branched_from and branched_at are immutable"
+
+# The branch columns (migration 0018), as `install` names a column it found among the tables:
+# the guard that reads them is installed only once they exist, as a later table's guards are.
+BRANCH_COLUMNS = "broker_thread.branched_from_id"
 
 
 def append_only_refused(table: str) -> str:
@@ -181,6 +186,11 @@ _SQLITE_INSTANCE_BUSINESS = """NEW.business_id IS NOT OLD.business_id AND EXISTS
 
 _SQLITE_PROJECT_BUSINESS = "NEW.business_id IS NOT OLD.business_id"
 
+_SQLITE_THREAD_BRANCH = (
+    "NEW.branched_from_id IS NOT OLD.branched_from_id"
+    " OR NEW.branched_at_id IS NOT OLD.branched_at_id"
+)
+
 # (name, timing and event, condition, message). `UPDATE OF` fires whenever the column is in the
 # SET list, and Django's save() sets every column, so the update conditions compare OLD and NEW.
 _SQLITE_CHECKS = (
@@ -246,6 +256,19 @@ _SQLITE_CHECKS = (
     ),
 )
 
+# Checks that read a column added after 0001, each installed once the column exists.
+_SQLITE_COLUMN_CHECKS = (
+    (
+        BRANCH_COLUMNS,
+        (
+            "broker_thread_keeps_branch",
+            "BEFORE UPDATE OF branched_from_id, branched_at_id ON broker_thread",
+            _SQLITE_THREAD_BRANCH,
+            THREAD_BRANCH_REFUSED,
+        ),
+    ),
+)
+
 # (trigger, table)
 _SQLITE_TRIGGER_TABLES = (
     *(
@@ -255,6 +278,7 @@ _SQLITE_TRIGGER_TABLES = (
     ),
     *((f"{table}_no_delete", table) for table in NEVER_DELETED_TABLES),
     *((name, when.rsplit(" ON ", 1)[1]) for name, when, *_ in _SQLITE_CHECKS),
+    *((name, when.rsplit(" ON ", 1)[1]) for _, (name, when, *_) in _SQLITE_COLUMN_CHECKS),
 )
 
 SQLITE_TRIGGERS = tuple(name for name, _ in _SQLITE_TRIGGER_TABLES)
@@ -265,7 +289,8 @@ SQLITE_UNINSTALL = tuple(f"DROP TRIGGER IF EXISTS {name}" for name in SQLITE_TRI
 def sqlite_install(tables: Collection[str]) -> tuple[str, ...]:
     """The SQLite guards, installed anew, on those of their tables that exist (`tables`): a
     migration that installs them before a later one adds a table leaves that table's guards to
-    the install at the end of every migrate (`broker.apps`).
+    the install at the end of every migrate (`broker.apps`). A guard that reads a later column
+    waits for it the same way: `tables` names the thread table's columns as `table.column`.
 
     Before migration 0012 made the permit table, the delete guards refuse every delete: SQLite
     reads a trigger's tables again whenever a table is renamed, and a trigger naming a missing
@@ -289,6 +314,7 @@ def sqlite_install(tables: Collection[str]) -> tuple[str, ...]:
             if table in tables
         ),
         *(_sqlite_trigger(*check) for check in _SQLITE_CHECKS),
+        *(_sqlite_trigger(*check) for column, check in _SQLITE_COLUMN_CHECKS if column in tables),
     )
 
 
@@ -455,7 +481,23 @@ BEGIN
     RETURN NEW;
 END""",
     ),
+    "broker_thread_keeps_branch": (
+        "broker_thread",
+        "BEFORE UPDATE OF branched_from_id, branched_at_id",
+        f"""
+BEGIN
+    IF NEW.branched_from_id IS DISTINCT FROM OLD.branched_from_id
+        OR NEW.branched_at_id IS DISTINCT FROM OLD.branched_at_id THEN
+        {_pg_raise(THREAD_BRANCH_REFUSED, "check_violation")}
+    END IF;
+    RETURN NEW;
+END""",
+    ),
 }
+
+# The checks of `_PG_CHECKS` that read a column added after 0001: each trigger is installed
+# once its column exists (the function whenever: its body is read when it runs).
+_PG_COLUMN_CHECKS = {"broker_thread_keeps_branch": BRANCH_COLUMNS}
 
 # (trigger, table, timing and events, level, function)
 _PG_TRIGGERS = (
@@ -517,7 +559,7 @@ def postgresql_install(tables: Collection[str]) -> tuple[str, ...]:
             f"CREATE OR REPLACE TRIGGER {name} {events} ON {table} "
             f"FOR EACH {level} EXECUTE FUNCTION {function}()"
             for name, table, events, level, function in _PG_TRIGGERS
-            if table in tables
+            if table in tables and _PG_COLUMN_CHECKS.get(name, table) in tables
         ),
     )
 
@@ -540,7 +582,12 @@ _UNINSTALL = {"sqlite": SQLITE_UNINSTALL, "postgresql": POSTGRESQL_UNINSTALL}
 
 def install(target: BaseDatabaseSchemaEditor | BaseDatabaseWrapper) -> None:
     """Create every guard; existing ones are replaced, so installing twice is harmless."""
-    tables = set(_connection(target).introspection.table_names())
+    connection = _connection(target)
+    tables = set(connection.introspection.table_names())
+    if "broker_thread" in tables:
+        with connection.cursor() as cursor:
+            described = connection.introspection.get_table_description(cursor, "broker_thread")
+        tables |= {f"broker_thread.{column.name}" for column in described}
     _execute(target, {"sqlite": sqlite_install(tables), "postgresql": postgresql_install(tables)})
 
 

@@ -97,6 +97,9 @@ class TrailKind(models.TextChoices):
     THREAD_UNPINNED = "thread.unpinned"
     TESTER_PURGED = "tester.purged"  # old tester data deleted (`broker.actions.tester_purge`)
     STEP = "step"  # a tool call a run made while answering a turn (SPEC §7.2)
+    TURN_EDITED = "turn.edited"  # a new version of an owner's turn, with new text (R24)
+    TURN_REGENERATED = "turn.regenerated"  # the same turn asked again (R24)
+    THREAD_BRANCHED = "thread.branched"  # a branch made from the thread (R24)
 
 
 class MessageClass(models.TextChoices):
@@ -236,6 +239,15 @@ class Thread(models.Model):
     active_at = models.DateTimeField(null=True, blank=True)
     # When its owner pinned it (null: not pinned); the inbox lists pinned threads first.
     pinned_at = models.DateTimeField(null=True, blank=True)
+    # R24: the owner's thread this one was branched from, and the last message of that
+    # thread's conversation it carries (null: none, as a branch of a first turn). Both set at
+    # creation and never changed (the guards refuse it); nullable, so added in place.
+    branched_from = models.ForeignKey(
+        "self", on_delete=models.PROTECT, null=True, blank=True, related_name="branches"
+    )
+    branched_at = models.ForeignKey(
+        "Message", on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
 
     # The inbox's reading of a thread, annotated by the thread list (`selectors.with_inbox`);
     # these class values are an empty thread's, true of a thread just created.
@@ -389,6 +401,11 @@ class Message(models.Model):
     # system's, and every message stored before the field existed. Choices without a database
     # check: adding one rebuilds this table on SQLite.
     via = models.CharField(max_length=10, choices=Via.choices, null=True, blank=True)  # noqa: DJ001
+    # R24: on an owner's turn that is a new version of an earlier one, the first version of
+    # that turn (never a version of a version); null on first versions and every other message.
+    version_of = models.ForeignKey(
+        "self", on_delete=models.PROTECT, null=True, blank=True, related_name="versions"
+    )
 
     class Meta:
         constraints = [

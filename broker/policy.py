@@ -16,7 +16,8 @@ from broker.models import HUMAN, TESTER
 # R22: the verbs the tester may call, whatever the transport; renaming, archiving and pinning
 # its own threads among them, a conversation sent whole (`broker.actions.conversations`, the
 # tester's alone), and storing and reading the history of its conversation-test runs
-# (`broker.actions.suite_runs`, the tester's alone).
+# (`broker.actions.suite_runs`, the tester's alone); and versions and branches of its own
+# threads (R24).
 TESTER_VERBS = frozenset(
     {
         "project.create",
@@ -30,6 +31,9 @@ TESTER_VERBS = frozenset(
         "thread.rename",
         "thread.archive",
         "thread.pin",
+        "thread.edit",
+        "thread.regenerate",
+        "thread.branch",
         "message.send",
         "message.receive",
         "messages.view",

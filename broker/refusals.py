@@ -31,6 +31,7 @@ PROJECT_EXISTS: Final = "project-exists"
 NOT_HELD: Final = "not-held"
 CLAIM_ENDED: Final = "claim-ended"
 CONSULT_TOO_DEEP: Final = "consult-too-deep"
+TURN_IN_PROGRESS: Final = "turn-in-progress"
 TOO_LARGE: Final = "too-large"
 UNSUPPORTED_MEDIA_TYPE: Final = "unsupported-media-type"
 IDEMPOTENCY_KEY_REUSED: Final = "idempotency-key-reused"
@@ -65,6 +66,7 @@ CODES: Final = frozenset(
         NOT_HELD,
         CLAIM_ENDED,
         CONSULT_TOO_DEEP,
+        TURN_IN_PROGRESS,
         TOO_LARGE,
         UNSUPPORTED_MEDIA_TYPE,
         IDEMPOTENCY_KEY_REUSED,

@@ -25,7 +25,7 @@ from django.db.models import (
 )
 from django.db.models.functions import Coalesce, Substr
 
-from broker import fields, policy, refusals, replies, thread_rows
+from broker import fields, paths, policy, refusals, replies, thread_rows
 from broker.access import access_tester_switch, access_thread, verb
 from broker.actors import Actor, ActorKind
 from broker.models import (
@@ -110,6 +110,11 @@ class WrittenByNoPerson(Func):
         super().__init__(F("from_role"))
 
 
+# What a thread's shape reads besides its row, read with it: its instance's name and, for a
+# branch (R24), its source's current name.
+THREAD_SHAPE = ("instance", "branched_from")
+
+
 def with_inbox(threads: QuerySet[Thread]) -> QuerySet[Thread]:
     """`threads` with what the inbox shows of each, read in the same query whatever the number
     of threads: the newest message's time and the start of its body (`Thread.preview`), and
@@ -145,7 +150,7 @@ def inbox_thread(actor: Actor, *, thread_id: int) -> Thread:
     """
     threads = Thread.objects.filter(
         pk=thread_id, project__business_id=actor.business_id, owner=policy.owner(actor)
-    ).select_related("instance")
+    ).select_related(*THREAD_SHAPE)
     return with_inbox(threads).get()
 
 
@@ -189,7 +194,7 @@ def list_threads(
             project__business_id=actor.business_id,
             owner=policy.owner(actor),
             archived_at__isnull=not archived,
-        ).select_related("instance")
+        ).select_related(*THREAD_SHAPE)
     )
     if project_id is not None:
         threads = threads.filter(project_id=project_id)
@@ -389,6 +394,22 @@ def read_thread(actor: Actor, *, thread_id: int) -> tuple[Thread, ThreadUsage]:
         prompt_tokens=int(sums["prompt"]), completion_tokens=int(sums["completion"])
     )
     return inbox_thread(actor, thread_id=thread.pk), usage
+
+
+@verb("thread.carried", counts_as="thread.messages")
+def carried_messages(actor: Actor, *, thread_id: int, limit: int | None = None) -> list[Message]:
+    """R1, R24: the conversation a branch of the actor's carries, oldest first, the newest
+    `limit` of it; empty for a thread that is no branch. Part of reading the thread's
+    messages, so R22 counts it as `thread.messages`."""
+    thread = access_thread(actor, thread_id=thread_id)
+    size = fields.clean_limit(limit)
+    found: list[Message] = []
+    for segment in reversed(paths.carried_segments(thread)):
+        if len(found) == size:
+            break
+        rows = segment.rows().select_related("progress").order_by(*paths.TRANSCRIPT_NEWEST_FIRST)
+        found += rows[: size - len(found)]
+    return with_steps(list(reversed(found)))
 
 
 def with_steps(messages: list[MessageT]) -> list[MessageT]:

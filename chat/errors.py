@@ -52,6 +52,8 @@ STATUS: dict[str, int] = {
     refusals.CLAIM_ENDED: 409,
     # A run's verb (R23): only a model is ever told it, as a step's result.
     refusals.CONSULT_TOO_DEEP: 409,
+    # R24: a turn is versioned in place only once its reply has ended.
+    refusals.TURN_IN_PROGRESS: 409,
     refusals.TOO_LARGE: 413,
     refusals.UNSUPPORTED_MEDIA_TYPE: 415,
     refusals.IDEMPOTENCY_KEY_REUSED: 422,

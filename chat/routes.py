@@ -37,6 +37,18 @@ ROUTES: tuple[tuple[str, type[ChatView], str], ...] = (
     ("api/chat/threads/<id:thread_id>/read", chat.ThreadReadView, "chat-thread-read"),
     ("api/chat/threads/<id:thread_id>/messages", chat.ThreadMessagesView, "chat-thread-messages"),
     ("api/chat/threads/<id:thread_id>/open", chat.ThreadOpenView, "chat-thread-open"),
+    (
+        "api/chat/threads/<id:thread_id>/messages/<id:message_id>/edit",
+        chat.TurnEditView,
+        "chat-turn-edit",
+    ),
+    (
+        "api/chat/threads/<id:thread_id>/messages/<id:message_id>/regenerate",
+        chat.TurnRegenerateView,
+        "chat-turn-regenerate",
+    ),
+    ("api/chat/threads/<id:thread_id>/branch", chat.ThreadBranchView, "chat-thread-branch"),
+    ("api/chat/threads/<id:thread_id>/carried", chat.ThreadCarriedView, "chat-thread-carried"),
     ("api/chat/stop", chat.StopView, "chat-stop"),
     ("api/chat/search", chat.SearchView, "chat-search"),
     ("api/messages", chat.MessagesView, "messages"),

@@ -14,6 +14,7 @@ re-exported here (`actions.send_to_thread`):
 - `turns`: a run's attempts at a turn (`turn.start`, `turn.draft`, `turn.fail`).
 - `messages`: `message.send` and consultations (R23).
 - `conversations`: a conversation sent whole, mapped onto a tester thread (SPEC §6.1).
+- `versions`: versions and branches of an owner's conversation (R24).
 - `tasks`: tasks (R15), decisions (R19) and system notices (R17).
 - `suite_runs`: the tester's stored test runs (R22's `suite_run.*`), used as a module.
 - `tester_purge`: old tester data deleted under purge permits, used as a module.
@@ -60,16 +61,19 @@ from broker.actions.threads import (
     send_to_thread,
 )
 from broker.actions.turns import draft_turn, fail_turn, start_turn
+from broker.actions.versions import NewTurn, branch_thread, edit_turn, regenerate_turn
 
 __all__ = [
     "RUN_CLAIM_ENDS",
     "STOPS",
     "TESTER_TASK_REFUSED",
+    "NewTurn",
     "SentTurn",
     "Stop",
     "appending",
     "appending_to_thread",
     "archive_thread",
+    "branch_thread",
     "change_thread",
     "consult",
     "continue_conversation",
@@ -85,6 +89,7 @@ __all__ = [
     "do_record_thread_change",
     "do_record_trail",
     "draft_turn",
+    "edit_turn",
     "end_claim",
     "end_instance",
     "expire_consultation",
@@ -96,6 +101,7 @@ __all__ = [
     "pin_thread",
     "post_notice",
     "reap_claims",
+    "regenerate_turn",
     "rename_thread",
     "renew_claim",
     "send_message",

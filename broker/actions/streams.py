@@ -153,9 +153,11 @@ def do_record_message(
     holder: str,
     record: ReplyRecord | None = None,
     via: Via | None = None,
+    version_of_id: int | None = None,
 ) -> Message:
     """Store a message from the actor, its trail row, and nudge the thread after commit.
-    `via` is the channel a human's or tester's message came through (None for the others).
+    `via` is the channel a human's or tester's message came through (None for the others);
+    `version_of_id`, on an owner's turn, the first version of the turn it versions (R24).
 
     The one place a thread's last activity moves (`Thread.active_at`, the inbox's order): to
     the message's time, in the same transaction, under the business's stream lock.
@@ -186,6 +188,7 @@ def do_record_message(
         completion_tokens=record.completion_tokens,
         first_token_ms=record.first_token_ms,
         via=via,
+        version_of_id=version_of_id,
     )
     if message_class == MessageClass.REQUEST:
         # Known without a read: a new turn has no progress yet.

@@ -142,33 +142,47 @@ def send_to_thread(actor: Actor, *, thread_id: int, body: object, via: Via = Via
     """
     text = fields.clean_body(body)
     with appending_to_thread(actor, thread_id=thread_id) as thread:
-        instance = thread.instance
-        # The sender is the human or the tester, who have no lists: the instance's are all
-        # the check reads.
-        check_messaging(
-            actor,
-            sender=actor.role,
-            recipient=instance.name,
-            thread_owner=thread.owner,
-            roles={instance.name: lists_of(instance)},
+        return do_send_turn(actor, thread, body=text, via=via)
+
+
+def do_send_turn(
+    actor: Actor, thread: Thread, *, body: str, via: Via, version_of_id: int | None = None
+) -> SentTurn:
+    """The actor's turn in its thread, as `thread.send` stores it (R6, R7, R8–R11 checked
+    here); `version_of_id`: the first version of the turn this one is a new version of (R24).
+
+    Precondition: inside `appending`, the thread the actor's (R1), read and locked with its
+    instance's role and `holder` (`appending_to_thread`), or made in this transaction with
+    its instance's role loaded and no claim (`holder` ""); `body` clean.
+    """
+    instance = thread.instance
+    # The sender is the human or the tester, who have no lists: the instance's are all the
+    # check reads.
+    check_messaging(
+        actor,
+        sender=actor.role,
+        recipient=instance.name,
+        thread_owner=thread.owner,
+        roles={instance.name: lists_of(instance)},
+    )
+    request = None
+    if actor.is_human:
+        request = do_record_event(
+            actor.business_id,
+            EventKind.HUMAN_INPUT,
+            {"thread": thread.pk, "by": actor.username},
         )
-        request = None
-        if actor.is_human:
-            request = do_record_event(
-                actor.business_id,
-                EventKind.HUMAN_INPUT,
-                {"thread": thread.pk, "by": actor.username},
-            )
-        message = do_record_message(
-            actor,
-            thread=thread,
-            to_role=instance.name,
-            message_class=MessageClass.REQUEST,
-            body=text,
-            request=request,
-            holder=thread.holder or "",  # type: ignore[attr-defined]
-            via=via,
-        )
+    message = do_record_message(
+        actor,
+        thread=thread,
+        to_role=instance.name,
+        message_class=MessageClass.REQUEST,
+        body=body,
+        request=request,
+        holder=getattr(thread, "holder", "") or "",
+        via=via,
+        version_of_id=version_of_id,
+    )
     return SentTurn(message=message, request=request.pk if request else None)
 
 

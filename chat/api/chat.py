@@ -308,6 +308,141 @@ class ThreadMessagesView(ChatView):
         return self.answer_once(request, write)
 
 
+NEW_TURN = inline_serializer(
+    "NewTurn",
+    {
+        "message": shapes.MessageOut(),
+        "request": serializers.IntegerField(allow_null=True),
+        "thread": shapes.ThreadOut(),
+    },
+)
+
+
+class NewTurnView(ChatView):
+    """R24: a new version of one of the actor's turns, in place or in a new branch."""
+
+    def answer_new_turn(self, request: Request, turn: actions.NewTurn) -> Response:
+        turn_sent.send(type(self), listener=request._request.listener)  # type: ignore[attr-defined]
+        return Response(
+            {
+                "message": shapes.MessageOut(turn.message).data,
+                "request": turn.request,
+                "thread": shapes.ThreadOut(turn.thread).data,
+            },
+            status=201,
+        )
+
+
+class TurnEditView(NewTurnView):
+    """R24: edit one of the actor's turns: a new version with new text."""
+
+    class TurnEditInput(StrictInput):
+        body = StrictString()
+
+    @extend_schema(
+        operation_id="thread_turn_edit",
+        request=TurnEditInput,
+        responses={201: NEW_TURN, **ERRORS},
+    )
+    def post(self, request: Request, thread_id: int, message_id: int) -> Response:
+        def write() -> Response:
+            data = parse(self.TurnEditInput, request.data)
+            turn = actions.edit_turn(
+                self.actor(),
+                thread_id=thread_id,
+                message_id=message_id,
+                body=data["body"],
+                via=self.via(),
+            )
+            return self.answer_new_turn(request, turn)
+
+        return self.answer_once(request, write)
+
+
+class TurnRegenerateView(NewTurnView):
+    """R24: ask one of the actor's turns again (named by itself or its reply), on the thread's
+    instance or, in a new branch, on another."""
+
+    class TurnRegenerateInput(StrictInput):
+        instance = StrictString(required=False)
+
+    @extend_schema(
+        operation_id="thread_turn_regenerate",
+        request=TurnRegenerateInput,
+        responses={201: NEW_TURN, **ERRORS},
+    )
+    def post(self, request: Request, thread_id: int, message_id: int) -> Response:
+        def write() -> Response:
+            data = parse(self.TurnRegenerateInput, request.data)
+            turn = actions.regenerate_turn(
+                self.actor(),
+                thread_id=thread_id,
+                message_id=message_id,
+                instance=data.get("instance"),
+                via=self.via(),
+            )
+            return self.answer_new_turn(request, turn)
+
+        return self.answer_once(request, write)
+
+
+class ThreadBranchView(ChatView):
+    """R24: a new thread of the actor's carrying its thread's conversation up to a message."""
+
+    class ThreadBranchInput(StrictInput):
+        message = StrictId()
+        name = StrictString(required=False)
+        instance = StrictString(required=False)
+
+    @extend_schema(
+        operation_id="thread_branch",
+        request=ThreadBranchInput,
+        responses={
+            201: inline_serializer("ThreadBranched", {"thread": shapes.ThreadOut()}),
+            **ERRORS,
+        },
+    )
+    def post(self, request: Request, thread_id: int) -> Response:
+        def write() -> Response:
+            data = parse(self.ThreadBranchInput, request.data)
+            thread = actions.branch_thread(
+                self.actor(),
+                thread_id=thread_id,
+                message_id=data["message"],
+                name=data.get("name"),
+                instance=data.get("instance"),
+            )
+            return Response({"thread": shapes.ThreadOut(thread).data}, status=201)
+
+        return self.answer_once(request, write)
+
+
+class ThreadCarriedView(ChatView):
+    """R24: the conversation a branch of the actor's carries, oldest first."""
+
+    class CarriedQuery(StrictInput):
+        limit = QueryNumber(required=False, min_value=1, max_value=500)
+
+    @extend_schema(
+        operation_id="thread_carried",
+        parameters=[
+            OpenApiParameter(
+                "limit", int, description="At most this many, the newest kept (default 100)."
+            )
+        ],
+        responses={
+            200: inline_serializer("ThreadCarried", {"messages": shapes.MessageOut(many=True)}),
+            **ERRORS,
+        },
+    )
+    def get(self, request: Request, thread_id: int) -> Response:
+        query = list_query(request, self.CarriedQuery)
+        messages = selectors.carried_messages(
+            self.actor(), thread_id=thread_id, limit=query.get("limit")
+        )
+        return Response({"messages": shapes.MessageOut(messages, many=True).data})  # type: ignore[arg-type]
+
+
 class ThreadOpenView(ChatView):
     """Record that the actor opened its own thread (R2: `by = owner`)."""
 

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, ClassVar, TypeVar, cast
 
+from drf_spectacular.utils import extend_schema_field, inline_serializer
 from rest_framework import serializers
 
 from broker.actions import Stop
@@ -129,6 +130,17 @@ class ProjectOut(Shape[Project]):
     creator = serializers.ChoiceField(choices=Creator.choices)
 
 
+BRANCHED_FROM = inline_serializer(
+    "BranchedFrom",
+    {
+        "thread": serializers.IntegerField(),
+        "name": serializers.CharField(),
+        "message": serializers.IntegerField(allow_null=True),
+    },
+    allow_null=True,
+)
+
+
 class ThreadOut(Shape[Thread]):
     id = serializers.IntegerField()
     project = serializers.IntegerField(source="project_id")
@@ -143,6 +155,19 @@ class ThreadOut(Shape[Thread]):
     preview = serializers.CharField(allow_null=True)
     unread = serializers.IntegerField()
     read_up_to = serializers.IntegerField(allow_null=True)
+    # R24: the thread a branch was made from (its current name, read with the thread) and the
+    # last message it carries; null for a thread that is no branch.
+    branched_from = serializers.SerializerMethodField()
+
+    @extend_schema_field(BRANCHED_FROM)
+    def get_branched_from(self, thread: Thread) -> dict[str, Any] | None:
+        if thread.branched_from_id is None:
+            return None
+        return {
+            "thread": thread.branched_from_id,
+            "name": thread.branched_from.name,  # type: ignore[union-attr]
+            "message": thread.branched_at_id,
+        }
 
 
 class ThreadHitOut(ThreadOut):
@@ -227,6 +252,8 @@ class MessageOut(Shape[Message]):
     in_reply_to = serializers.IntegerField(source="in_reply_to_id", allow_null=True)
     request = serializers.IntegerField(source="request_id", allow_null=True)
     created_at = serializers.DateTimeField()
+    # R24: on a new version of a turn, the turn's first version; else null.
+    version_of = serializers.IntegerField(source="version_of_id", allow_null=True)
     # SPEC §7.1: a turn's reply state (null for other messages), and what the model server
     # reported about a RESULT (null when unknown).
     reply_state = serializers.ChoiceField(choices=ReplyState.values, allow_null=True)

@@ -36,24 +36,40 @@ THREAD_VERBS: dict[str, Callable[[Actor, int], Any]] = {
     "thread.pin": lambda actor, thread_id: actions.pin_thread(
         actor, thread_id=thread_id, pinned=True
     ),
+    # R24: the first turn is not the latest, so each of these makes a branch.
+    "thread.edit": lambda actor, thread_id: actions.edit_turn(
+        actor, thread_id=thread_id, message_id=first_message(thread_id), body="again"
+    ),
+    "thread.regenerate": lambda actor, thread_id: actions.regenerate_turn(
+        actor, thread_id=thread_id, message_id=first_message(thread_id)
+    ),
+    "thread.branch": lambda actor, thread_id: actions.branch_thread(
+        actor, thread_id=thread_id, message_id=first_message(thread_id)
+    ),
     # Declared under their own names, decided as the verbs they count as.
     "thread.replies": lambda actor, thread_id: selectors.thread_replies(actor, thread_id=thread_id),
     "thread.read": lambda actor, thread_id: selectors.read_thread(actor, thread_id=thread_id),
+    "thread.carried": lambda actor, thread_id: selectors.carried_messages(
+        actor, thread_id=thread_id
+    ),
     "thread.mark_read": lambda actor, thread_id: actions.mark_read(
         actor, thread_id=thread_id, up_to=newest_message(thread_id)
     ),
 }
 
 
+def first_message(thread_id: int) -> int:
+    """The oldest message of a thread, 0 for none."""
+    return _messages(thread_id).first() or 0
+
+
 def newest_message(thread_id: int) -> int:
     """The newest message of a thread, 0 for none."""
-    return (
-        Message.objects.filter(thread_id=thread_id)
-        .order_by("pk")
-        .values_list("pk", flat=True)
-        .last()
-        or 0
-    )
+    return _messages(thread_id).last() or 0
+
+
+def _messages(thread_id: int) -> Any:
+    return Message.objects.filter(thread_id=thread_id).order_by("pk").values_list("pk", flat=True)
 
 
 # (actor, owner of the thread) -> expected code, the same for every thread verb.
@@ -83,9 +99,10 @@ def threads(human: Actor, tester: Actor) -> dict[str, int]:
         "human": factories.thread(human, project, "human's").pk,
         "tester": factories.thread(tester, project, "tester's").pk,
     }
-    # A turn in each, for a read mark to name.
-    actions.send_to_thread(human, thread_id=ids["human"], body="first")
-    actions.send_to_thread(tester, thread_id=ids["tester"], body="first")
+    # Two turns in each, for a read mark and a version (R24) to name.
+    for body in ("first", "second"):
+        actions.send_to_thread(human, thread_id=ids["human"], body=body)
+        actions.send_to_thread(tester, thread_id=ids["tester"], body=body)
     return ids
 
 
@@ -164,6 +181,7 @@ COUNTED_CALLS: dict[str, Callable[[Actor], Any]] = {
     "thread.replies": lambda actor: selectors.thread_replies(actor, thread_id=1),
     "thread.read": lambda actor: selectors.read_thread(actor, thread_id=1),
     "thread.mark_read": lambda actor: actions.mark_read(actor, thread_id=1, up_to=1),
+    "thread.carried": lambda actor: selectors.carried_messages(actor, thread_id=1),
 }
 
 
@@ -174,6 +192,7 @@ def test_each_verb_counted_as_another_counts_as_a_tester_verb() -> None:
         "thread.replies": "thread.messages",
         "thread.read": "thread.messages",
         "thread.mark_read": "thread.open",
+        "thread.carried": "thread.messages",
     }
     assert set(COUNTED_CALLS) == set(COUNTS_AS)
     for name, counted_as in COUNTS_AS.items():
@@ -226,6 +245,9 @@ def test_tester_verb_while_tester_off_refuses_tester_off(
         "thread.rename": lambda: actions.rename_thread(tester, thread_id=1, name="n"),
         "thread.archive": lambda: actions.archive_thread(tester, thread_id=1, archived=True),
         "thread.pin": lambda: actions.pin_thread(tester, thread_id=1, pinned=True),
+        "thread.edit": lambda: actions.edit_turn(tester, thread_id=1, message_id=1, body="b"),
+        "thread.regenerate": lambda: actions.regenerate_turn(tester, thread_id=1, message_id=1),
+        "thread.branch": lambda: actions.branch_thread(tester, thread_id=1, message_id=1),
         "message.send": lambda: actions.send_message(tester, to="assistant", body="b"),
         "message.receive": lambda: selectors.receive_messages(tester),
         "messages.view": lambda: selectors.messages_view(tester),
@@ -279,6 +301,9 @@ def test_verb_declares_who_it_serves(verb: str, kinds: frozenset[ActorKind]) -> 
         "thread.rename",
         "thread.archive",
         "thread.pin",
+        "thread.edit",
+        "thread.regenerate",
+        "thread.branch",
         "messages.view",
         "messages.search",
         "trail.read",

@@ -31,6 +31,8 @@ THREAD = {
     "preview",
     "unread",
     "read_up_to",
+    # R24
+    "branched_from",
 }
 MESSAGE = {
     "id",
@@ -43,6 +45,8 @@ MESSAGE = {
     "in_reply_to",
     "request",
     "created_at",
+    # R24
+    "version_of",
     # SPEC §7.1
     "reply_state",
     "retry_at",

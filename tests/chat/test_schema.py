@@ -100,7 +100,11 @@ def test_docs_page_is_served_without_a_cdn(anonymous_client: ListenerClient) -> 
 def test_schemas_name_each_listeners_routes() -> None:
     """Both schemas hold the shared chat routes; only the human's has sign-in and the inbox,
     only the tester's its suite runs."""
-    shared = {"/" + route.replace("<id:thread_id>", "{thread_id}") for route, _, _ in ROUTES}
+    shared = {
+        "/"
+        + route.replace("<id:thread_id>", "{thread_id}").replace("<id:message_id>", "{message_id}")
+        for route, _, _ in ROUTES
+    }
     assert set(TESTER_SCHEMA["paths"]) == shared | {
         "/api/suite-runs",
         "/api/suite-runs/{run_id}",

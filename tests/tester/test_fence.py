@@ -10,14 +10,15 @@ from tests.support.listener_routes import routes
 from tests.support.listeners import TESTER, ListenerClient
 
 READ_ONLY_ROUTES = [
-    (route.replace("<id:thread_id>", "1"), name)
+    (route.replace("<id:thread_id>", "1").replace("<id:message_id>", "1"), name)
     for route, _, name in ROUTES
     if name not in TESTER_WRITE_ROUTES
 ]
 
 
 def test_fence_allow_list_names_exactly_the_chat_writes_stop_and_suite_runs() -> None:
-    """L4: the chat writes (the tester's own threads renamed, archived and read among them),
+    """L4: the chat writes (the tester's own threads renamed, archived, read, versioned and
+    branched among them),
     the tester's stop, its suite runs' three writes (start, record, end) and a chat completion
     of its OpenAI-compatible endpoint (SPEC §6.1), each with its one method, nothing else."""
     assert {
@@ -27,6 +28,9 @@ def test_fence_allow_list_names_exactly_the_chat_writes_stop_and_suite_runs() ->
         ("POST", "chat-thread-read"),
         ("POST", "chat-thread-messages"),
         ("POST", "chat-thread-open"),
+        ("POST", "chat-turn-edit"),
+        ("POST", "chat-turn-regenerate"),
+        ("POST", "chat-thread-branch"),
         ("POST", "chat-stop"),
         ("POST", "suite-runs"),
         ("POST", "suite-run-cases"),
@@ -82,6 +86,7 @@ def test_fence_admits_the_testers_rename_archive_and_read_of_its_own_thread(
         "preview": "probe",
         "unread": 0,
         "read_up_to": sent["id"],
+        "branched_from": None,
     }
 
 
