@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from django.db.models import Q
-from django.db.models.functions import Coalesce
+from django.db.models import Q, QuerySet
 
+from broker import paths
 from broker.models import HUMAN, TESTER, Message, MessageClass, ReplyState, Step
 from broker.steps import consultations, consulted_turn, model_result
 
@@ -88,45 +88,37 @@ class Turn:
 
 def read_turn(message: Message, *, history_limit: int = HISTORY_LIMIT) -> Turn:
     """The turn for a pending thread message: two queries (history, turn count), and a third
-    for the calls made already when its progress row (read with it) counts any.
+    for the calls made already when its progress row (read with it) counts any; a branch's
+    turn reads what it carries too, two queries more for each thread it runs through.
 
-    The history is the thread as a transcript up to this turn, as the answering instance took
-    part in it: every earlier message to or from it, each reply placed right after the turn it
-    answers (a reply stored after this turn was sent still belongs before it), and nothing
-    that came later. Its own consultations of others (R23) are not part of it: a turn is told
-    them as its tool calls.
+    The history is the thread's path (R24, `broker.paths`) up to this turn, as the answering
+    instance took part in it: every earlier message to or from it, each reply placed right
+    after the turn it answers (a reply stored after this turn was sent still belongs before
+    it), and nothing that came later. A superseded version of a turn and its reply are not
+    part of it, so a new version is answered as if they never happened; a branch's carried
+    conversation comes first, its source instance's part read as this instance's. Its own
+    consultations of others (R23) are not part of it: a turn is told them as its tool calls.
     """
     thread = message.thread
     assert thread is not None, "a turn is a thread message"
     instance = message.to_role
-    earlier = (
-        Message.objects.filter(thread=thread)
-        .filter(Q(pk__lt=message.pk) | Q(in_reply_to__lt=message.pk))
-        .filter(Q(from_role=instance) | Q(to_role=instance))
-        .exclude(from_role=instance, message_class=MessageClass.REQUEST)
-        .exclude(to_role=instance, message_class=MessageClass.RESULT)
-    )
-    transcript = earlier.annotate(place=Coalesce("in_reply_to", "pk"))
-    newest_first = transcript.order_by("-place", "-pk").values_list(
-        "pk", "from_role", "to_role", "message_class", "body", "progress__state", "progress__draft"
-    )[:history_limit]
-    history = tuple(
-        Entry(
-            message_id=pk,
-            from_role=frm,
-            to_role=to,
-            message_class=cls,
-            body=body,
-            partial=(draft or None) if state == ReplyState.STOPPED else None,
-        )
-        for pk, frm, to, cls, body, state, draft in reversed(list(newest_first))
-    )
-    number = (
-        Message.objects.filter(
-            thread=thread, pk__lt=message.pk, message_class=MessageClass.REQUEST, to_role=instance
-        ).count()
-        + 1
-    )
+    own = _took_part(
+        paths.on_path(Message.objects.filter(thread=thread), up_to=message.pk), instance
+    ).filter(Q(place__lt=message.pk))
+    parts = [(own, instance)]
+    if message.from_role in (HUMAN, TESTER) and thread.branched_from_id is not None:
+        # The owner's turn: what a branch carries is the instance's too, whoever answered it.
+        parts[:0] = [
+            (_took_part(segment.rows(), segment.thread.instance.name), segment.thread.instance.name)
+            for segment in paths.carried_segments(thread)
+        ]
+    found: list[Entry] = []
+    number = 1
+    for rows, answered_by in reversed(parts):
+        if len(found) < history_limit:
+            found += _entries(rows, history_limit - len(found), as_=(answered_by, instance))
+        number += rows.filter(message_class=MessageClass.REQUEST, to_role=answered_by).count()
+    history = tuple(reversed(found))
     progress = message.progress_or_none
     done = () if progress is None or not progress.steps else calls_made(message.pk)
     return Turn(
@@ -141,6 +133,40 @@ def read_turn(message: Message, *, history_limit: int = HISTORY_LIMIT) -> Turn:
         history=history,
         done=done,
     )
+
+
+def _took_part(rows: QuerySet[Message], instance: str) -> QuerySet[Message]:
+    """The messages of `rows` to or from `instance`, less its own consultations of others and
+    their answers."""
+    return (
+        rows.filter(Q(from_role=instance) | Q(to_role=instance))
+        .exclude(from_role=instance, message_class=MessageClass.REQUEST)
+        .exclude(to_role=instance, message_class=MessageClass.RESULT)
+    )
+
+
+def _entries(rows: QuerySet[Message], limit: int, *, as_: tuple[str, str]) -> list[Entry]:
+    """The newest `limit` of `rows` (annotated by `paths.on_path`) as entries, newest first,
+    the instance `as_[0]` read as `as_[1]`."""
+    newest_first = rows.order_by(*paths.TRANSCRIPT_NEWEST_FIRST).values_list(
+        "pk", "from_role", "to_role", "message_class", "body", "progress__state", "progress__draft"
+    )[:limit]
+    source, instance = as_
+
+    def read(role: str) -> str:
+        return instance if role == source else role
+
+    return [
+        Entry(
+            message_id=pk,
+            from_role=read(frm),
+            to_role=read(to),
+            message_class=cls,
+            body=body,
+            partial=(draft or None) if state == ReplyState.STOPPED else None,
+        )
+        for pk, frm, to, cls, body, state, draft in newest_first
+    ]
 
 
 def calls_made(turn_id: int) -> tuple[Done, ...]:

@@ -213,6 +213,34 @@ class TesterClient:
         """A write made once, whatever a retry of it would do (R21)."""
         return self.request(method, path, body, **{"Idempotency-Key": str(uuid.uuid4())})
 
+    def edit(self, thread_id: int, message_id: int, body: str) -> dict[str, Any]:
+        """A new version of one of the tester's turns with new text (R24): in place while it is
+        the thread's latest, else in a new branch. `{"message", "request", "thread"}`."""
+        path = f"/api/chat/threads/{thread_id}/messages/{message_id}/edit"
+        return self.write("POST", path, {"body": body})[1]
+
+    def regenerate(
+        self, thread_id: int, message_id: int, *, instance: str | None = None
+    ) -> dict[str, Any]:
+        """One of the tester's turns (or its reply) asked again (R24), on another `instance` in
+        a new branch. `{"message", "request", "thread"}`."""
+        path = f"/api/chat/threads/{thread_id}/messages/{message_id}/regenerate"
+        return self.write("POST", path, {} if instance is None else {"instance": instance})[1]
+
+    def branch(
+        self,
+        thread_id: int,
+        message_id: int,
+        *,
+        name: str | None = None,
+        instance: str | None = None,
+    ) -> dict[str, Any]:
+        """A new thread of the tester's carrying the conversation up to `message_id` (R24)."""
+        body: dict[str, Any] = {"message": message_id}
+        body |= {key: value for key, value in (("name", name), ("instance", instance)) if value}
+        _, answer = self.write("POST", f"/api/chat/threads/{thread_id}/branch", body)
+        return dict(answer["thread"])
+
     def archive(self, thread_id: int) -> None:
         """Archive one of the tester's threads: it leaves the tester's working list."""
         self.write("PATCH", f"/api/chat/threads/{thread_id}", {"archived": True})
