@@ -4,12 +4,29 @@ from __future__ import annotations
 
 from broker import actions
 from broker.actors import Actor
-from broker.models import Message, MessageClass, Project, Thread, ThreadClaim
+from broker.models import (
+    Business,
+    Instance,
+    Message,
+    MessageClass,
+    Project,
+    RoleDefinition,
+    Thread,
+    ThreadClaim,
+)
 from broker.replies import ReplyRecord
 
 
 def project(actor: Actor, name: str = "product") -> Project:
     return actions.create_project(actor, name=name)
+
+
+def instance(business: Business, name: str) -> Instance:
+    """Another instance of the business, answering the human (the shipped lists)."""
+    role = RoleDefinition.objects.create(
+        business=business, name=name, receive_from=["human"], send_to=["human"]
+    )
+    return Instance.objects.create(business=business, name=name, role=role)
 
 
 def thread(actor: Actor, project_: Project, name: str) -> Thread:

@@ -169,3 +169,25 @@ def test_migrate_0017_gives_stored_threads_their_last_activity(
     assert stored[talked.pk].active_at == answer.created_at
     assert stored[quiet.pk].active_at == stored[quiet.pk].created_at
     assert [thread.pinned for thread in stored.values()] == [False, False]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_migrate_0018_adds_versions_and_branches_in_place_with_every_guard(
+    human: Actor, assistant_run: Actor, back_to_the_latest: None
+) -> None:
+    """R24's columns are added to the stored rows, none a version or a branch, back and forth;
+    every guard is there after each way, the branch's own once its columns are."""
+    from broker import guards
+    from broker.models import Message, Thread
+
+    talked = factories.thread(human, factories.project(human), "talked")
+    turn = actions.send_to_thread(human, thread_id=talked.pk, body="hi").message
+    factories.reply(assistant_run, turn)
+
+    migrate(("broker", "0017_thread_activity_and_pins"))
+    assert [name for name in guards.missing(connection) if "keeps_branch" not in name] == []
+    migrate(("broker", "0018_versions_and_branches"))
+
+    assert guards.missing(connection) == []
+    assert list(Message.objects.values_list("version_of", flat=True)) == [None, None]
+    assert list(Thread.objects.values_list("branched_from", "branched_at")) == [(None, None)]

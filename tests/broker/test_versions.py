@@ -12,10 +12,8 @@ from broker.models import (
     Business,
     Event,
     EventKind,
-    Instance,
     Message,
     MessageClass,
-    RoleDefinition,
     Thread,
     TrailKind,
     TrailRow,
@@ -132,10 +130,7 @@ def test_regenerate_names_the_turn_or_its_reply_and_repeats_its_text(
 def test_regenerate_on_another_instance_is_always_a_branch(
     business: Business, human: Actor, assistant_run: Actor, conversation: Thread
 ) -> None:
-    role = RoleDefinition.objects.create(
-        business=business, name="critic", receive_from=["human"], send_to=["human"]
-    )
-    Instance.objects.create(business=business, name="critic", role=role)
+    factories.instance(business, "critic")
     _, reply = answered(human, assistant_run, conversation, "one")
     again = actions.regenerate_turn(
         human, thread_id=conversation.pk, message_id=reply.pk, instance="critic"
@@ -316,3 +311,40 @@ def test_what_a_branch_carries_never_changes(
             Thread.objects.filter(pk=branch.pk).update(**change)
     # The rest of the row still changes (a rename).
     actions.rename_thread(human, thread_id=branch.pk, name="renamed")
+
+
+def test_edit_of_an_older_version_of_an_earlier_turn_branches_before_its_group(
+    human: Actor, assistant_run: Actor, conversation: Thread
+) -> None:
+    """Any version names its turn: an edit of a superseded version of an earlier turn carries
+    the conversation before the turn's first version, never its other versions."""
+    _, reply_one = answered(human, assistant_run, conversation, "one")
+    two, _ = answered(human, assistant_run, conversation, "two")
+    version = actions.edit_turn(human, thread_id=conversation.pk, message_id=two.pk, body="2")
+    factories.reply(assistant_run, version.message, body="re: 2")
+    answered(human, assistant_run, conversation, "three")
+    edited = actions.edit_turn(human, thread_id=conversation.pk, message_id=two.pk, body="II")
+    assert edited.thread.branched_at_id == reply_one.pk
+    assert path_bodies(edited.thread) == ["one", "re: one", "II"]
+    assert path_bodies(conversation) == ["one", "re: one", "2", "re: 2", "three", "re: three"]
+
+
+def test_branch_stores_no_message_and_may_talk_to_another_instance(
+    business: Business, human: Actor, assistant_run: Actor, conversation: Thread
+) -> None:
+    """A branch is a thread and its trail row: no turn, no reply (R12), no `human.input`."""
+    factories.instance(business, "critic")
+    sent, reply = answered(human, assistant_run, conversation, "one")
+    stored = (Message.objects.count(), Event.objects.count())
+    branch = actions.branch_thread(
+        human, thread_id=conversation.pk, message_id=reply.pk, instance="critic"
+    )
+    assert (Message.objects.count(), Event.objects.count()) == stored
+    assert (branch.instance.name, branch.branched_at_id) == ("critic", reply.pk)
+    assert [m.pk for m in selectors.carried_messages(human, thread_id=branch.pk)] == [
+        sent.pk,
+        reply.pk,
+    ]
+    # Its first turn goes to the branch's instance.
+    first = turn(human, branch, "and you?")
+    assert first.to_role == "critic"

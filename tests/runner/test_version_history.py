@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from broker import actions
 from broker.actors import Actor
-from broker.models import Business, Instance, Message, RoleDefinition
+from broker.models import Business, Message
 from runner.turns import Turn, read_turn
 from tests.broker import factories
 
@@ -40,10 +40,7 @@ def test_a_branchs_first_turn_sees_the_carried_conversation_as_its_instances(
     business: Business, human: Actor, assistant_run: Actor
 ) -> None:
     """On another instance, the source instance's part is read as the branch's instance's."""
-    role = RoleDefinition.objects.create(
-        business=business, name="critic", receive_from=["human"], send_to=["human"]
-    )
-    Instance.objects.create(business=business, name="critic", role=role)
+    factories.instance(business, "critic")
     thread = factories.thread(human, factories.project(human), "plans")
     one = actions.send_to_thread(human, thread_id=thread.pk, body="one").message
     factories.reply(assistant_run, one, body="re: one")
