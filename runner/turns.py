@@ -89,7 +89,7 @@ class Turn:
 def read_turn(message: Message, *, history_limit: int = HISTORY_LIMIT) -> Turn:
     """The turn for a pending thread message: two queries (history, turn count), and a third
     for the calls made already when its progress row (read with it) counts any; a branch's
-    turn reads what it carries too, two queries more for each thread it runs through.
+    turn reads what it carries too, four queries more for each thread it carries from.
 
     The history is the thread's path (R24, `broker.paths`) up to this turn, as the answering
     instance took part in it: every earlier message to or from it, each reply placed right
