@@ -9,7 +9,8 @@ other transaction ever holds one, and a slip here that reached a human's row wou
 by the database itself.
 
 A thread is old when it was created before the cut and has no message since; a thread a run
-holds (an open claim) is left for a later purge. Events stay: they are the business's record
+holds (an open claim), or that a branch still stored carries from (R24: by reference, to its
+messages), is left for a later purge. Events stay: they are the business's record
 (a tester writes none, R7). A purge of a business writes one trail row saying what went, for
 the human and the tester alike.
 """
@@ -103,14 +104,16 @@ class PurgeCounts:
 
 
 def old_tester_threads(*, business_id: int, cut: datetime) -> QuerySet[Thread]:
-    """The business's tester-owned threads created before `cut`, with no message since and no
-    run holding them, in id order."""
+    """The business's tester-owned threads created before `cut`, with no message since, no run
+    holding them and no branch made from them (R24: it points at their messages), in id
+    order."""
     return (
         Thread.objects.filter(project__business_id=business_id, owner=TESTER, created_at__lt=cut)
         .exclude(Exists(Message.objects.filter(thread_id=OuterRef("pk"), created_at__gte=cut)))
         .exclude(
             Exists(ThreadClaim.objects.filter(thread_id=OuterRef("pk"), ended_at__isnull=True))
         )
+        .exclude(Exists(Thread.objects.filter(branched_from=OuterRef("pk"))))
         .order_by("pk")
     )
 

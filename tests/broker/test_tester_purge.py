@@ -161,6 +161,43 @@ def test_purge_takes_only_threads_quiet_since_the_cut(
     assert set(Thread.objects.values_list("name", flat=True)) == {"busy", "new", "held"}
 
 
+def test_purge_keeps_a_thread_while_a_branch_carries_from_it(
+    human: Actor, tester: Actor, assistant_run: Actor
+) -> None:
+    """R24: a branch points at its source's messages, so the source waits for a later purge,
+    whatever the order of their ids; the branch goes first."""
+    product = factories.project(human)
+    source = factories.thread(tester, product, "source")
+    conversation(tester, assistant_run, source)
+    turn = Message.objects.filter(thread=source).order_by("pk").last()
+    assert turn is not None
+    branch = actions.branch_thread(tester, thread_id=source.pk, message_id=turn.pk)
+    conversation(tester, assistant_run, branch)
+
+    first = tester_purge.purge_tester_data(cut=timezone.now())["demo"]
+    assert (first.threads, list(Thread.objects.values_list("pk", flat=True))) == (1, [source.pk])
+    second = tester_purge.purge_tester_data(cut=timezone.now())["demo"]
+    assert (second.threads, Thread.objects.exists()) == (1, False)
+
+
+def test_purge_keeps_an_old_thread_a_kept_branch_carries_from(
+    human: Actor, tester: Actor, assistant_run: Actor
+) -> None:
+    """An old source of a branch still in use stays, so the branch's reference holds."""
+    source = factories.thread(tester, factories.project(human), "source")
+    conversation(tester, assistant_run, source)
+    cut = timezone.now()
+    carried = Message.objects.filter(thread=source).order_by("pk").last()
+    assert carried is not None
+    branch = actions.branch_thread(tester, thread_id=source.pk, message_id=carried.pk)
+    actions.send_to_thread(tester, thread_id=branch.pk, body="still in use")
+
+    counts = tester_purge.purge_tester_data(cut=cut)["demo"]
+
+    assert counts.threads == 0
+    assert set(Thread.objects.values_list("pk", flat=True)) == {source.pk, branch.pk}
+
+
 def test_purge_in_batches_reaches_every_thread(human: Actor, tester: Actor) -> None:
     product = factories.project(human)
     for index in range(5):
