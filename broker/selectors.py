@@ -407,7 +407,9 @@ def carried_messages(actor: Actor, *, thread_id: int, limit: int | None = None) 
     for segment in reversed(paths.carried_segments(thread)):
         if len(found) == size:
             break
-        rows = segment.rows().select_related("progress").order_by(*paths.TRANSCRIPT_NEWEST_FIRST)
+        rows = with_turn_start(segment.rows().select_related("progress")).order_by(
+            *paths.TRANSCRIPT_NEWEST_FIRST
+        )
         found += rows[: size - len(found)]
     return with_steps(list(reversed(found)))
 

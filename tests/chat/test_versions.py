@@ -65,6 +65,9 @@ def test_regenerate_of_an_earlier_turn_branches_and_carries_the_conversation(
     carried = client.get(f"/api/chat/threads/{branch['id']}/carried")
     assert carried.status_code == 200
     assert [m["id"] for m in carried.json()["messages"]] == [one["id"], reply_one.pk]
+    # A carried reply is told as the thread's own are: its duration from the turn it answers.
+    carried_reply = carried.json()["messages"][1]
+    assert isinstance(carried_reply["duration_ms"], int)
     newest = client.get(f"/api/chat/threads/{branch['id']}/carried?limit=1")
     assert [m["id"] for m in newest.json()["messages"]] == [reply_one.pk]
     assert client.get(f"/api/chat/threads/{thread_id}/carried").json() == {"messages": []}
