@@ -159,7 +159,11 @@ def list_instances(actor: Actor) -> list[Instance]:
     """The business's instances, by name: a thread names one (both sides see its name), and the
     tester's OpenAI-compatible endpoint offers each as a model (SPEC §6.1). Few, from the
     business file: not paged."""
-    return list(Instance.objects.filter(business_id=actor.business_id).order_by("name"))
+    return list(
+        Instance.objects.filter(business_id=actor.business_id)
+        .select_related("role", "business")
+        .order_by("name")
+    )
 
 
 # The thread list's two orders: by id, as every list (SPEC §6), or the inbox's (`by_activity`).

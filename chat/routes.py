@@ -32,6 +32,7 @@ register_converter(IdConverter, "id")
 
 ROUTES: tuple[tuple[str, type[ChatView], str], ...] = (
     ("api/chat/projects", chat.ProjectsView, "chat-projects"),
+    ("api/chat/instances", chat.InstancesView, "chat-instances"),
     ("api/chat/threads", chat.ThreadsView, "chat-threads"),
     ("api/chat/threads/<id:thread_id>", chat.ThreadView, "chat-thread"),
     ("api/chat/threads/<id:thread_id>/read", chat.ThreadReadView, "chat-thread-read"),

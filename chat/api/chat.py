@@ -64,6 +64,22 @@ class ProjectsView(ChatView):
         return self.answer_once(request, write)
 
 
+class InstancesView(ChatView):
+    """The business's instances, by name: what a thread can be started on, or a turn asked
+    again on (R24)."""
+
+    @extend_schema(
+        operation_id="instances_list",
+        responses={
+            200: inline_serializer("Instances", {"instances": shapes.InstanceOut(many=True)}),
+            **ERRORS,
+        },
+    )
+    def get(self, request: Request) -> Response:
+        instances = selectors.list_instances(self.actor())
+        return Response({"instances": shapes.InstanceOut(instances, many=True).data})  # type: ignore[arg-type]
+
+
 class ThreadsView(ChatView):
     """The actor's own threads (R3), and new ones (R2)."""
 

@@ -13,6 +13,7 @@ from broker.actions import Stop
 from broker.models import (
     Creator,
     Decision,
+    Instance,
     Message,
     Project,
     ReplyState,
@@ -128,6 +129,19 @@ class ProjectOut(Shape[Project]):
     created_at = serializers.DateTimeField()
     # The human's Console tags the tester's projects.
     creator = serializers.ChoiceField(choices=Creator.choices)
+
+
+class InstanceOut(Shape[Instance]):
+    """An instance of the business: its name (a thread's address), its role, and whether a new
+    thread goes to it when none is named (the business's `default_instance`)."""
+
+    name = serializers.CharField()
+    role = serializers.CharField(source="role.name")
+    # Not `get_default`: a serializer is a field, whose own `get_default` that would override.
+    default = serializers.SerializerMethodField(method_name="is_default")
+
+    def is_default(self, instance: Instance) -> bool:
+        return bool(instance.name == instance.business.default_instance)
 
 
 BRANCHED_FROM = inline_serializer(
