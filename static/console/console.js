@@ -17,6 +17,8 @@
 //   place.js       the address and history
 //   follow.js      the thread follows its newest line; "New messages ↓" when scrolled up
 //   stopped.js     a stopped reply's partial text, kept in the thread
+//   versions.js    a turn's versions (‹ 2/3 ›), Edit, Regenerate, "Branch from here"
+//   branches.js    a branch's source and the conversation it carries
 //   threadstate.js the open thread's badge: Archived, Not found, Not yours
 //   keys.js        the skip link, the focus after rename and archive, the shortcuts list
 //   details.js     a reply's details (model, tokens, timing) and the thread's token total
@@ -41,6 +43,7 @@ import {
   send, showBlank, stop,
 } from "./thread.js";
 import { loadOlderTrail, startTrail } from "./trail.js";
+import { onVersionEvents } from "./versions.js";
 
 // Bumped by every move, the reader's or the address's: a move that waits on the server gives
 // way to any made meanwhile.
@@ -73,10 +76,8 @@ function newChat() {
   $("composer-body").focus();
 }
 
-// The first send with no thread open: its thread is made, listed and opened, then the send
-// goes there (thread.js).
-async function startChat(body) {
-  const thread = await startThread(body);
+// A thread just made (a new chat's, a branch's): listed in its project and opened.
+async function showNewThread(thread) {
   moves += 1;
   if (thread.project !== state.projectId) {
     await loadProjects();
@@ -89,6 +90,13 @@ async function startChat(body) {
   showView("thread");
   await openThread(thread.id);
   remember({ push: true });
+}
+
+// The first send with no thread open: its thread is made, listed and opened, then the send
+// goes there (thread.js).
+async function startChat(body) {
+  const thread = await startThread(body);
+  await showNewThread(thread);
   return thread.id;
 }
 
@@ -191,6 +199,8 @@ onThreadEvents({
   opened: (id) => markCurrent($("threads"), id),
   start: startChat,
 });
+// An edit, a regenerate or a branch that made a thread: it opens there (R24).
+onVersionEvents({ branched: showNewThread });
 
 async function signOut() {
   try {

@@ -1,20 +1,22 @@
 // How the reply to each turn is going (SPEC §7.1): the turn's own mark (stopped, failed with
-// its sentence and a Retry, retrying with the next attempt's time) and, while any turn of the
-// open thread is owed, one line above the composer — "assistant is working… 0:12" — with a Stop
-// for this thread only.
+// its sentence and a way to ask again, retrying with the next attempt's time) and, while any
+// turn of the open thread is owed, one line above the composer — "assistant is working… 0:12" —
+// with a Stop for this thread only.
 
-import { $, button, clock, element } from "./page.js";
+import { $, clock, element } from "./page.js";
 
 // The states that are pending work; the others are final (the broker's OWED).
 const OWED = new Set(["pending", "working", "retrying"]);
 const TICK_MS = 1000;
 
-const turns = new Map(); // turn id → {state, retryAt, failure, since, item, body}
+const turns = new Map(); // turn id → {id, state, retryAt, failure, since, item}
 let ticker = null;
-let onRetry = () => {};
+// Adds to the mark of a turn whose reply was stopped or failed the ways to ask again
+// (versions.js: Regenerate, R24).
+let onEnded = () => {};
 
-export function whenRetried(callback) {
-  onRetry = callback;
+export function whenEnded(callback) {
+  onEnded = callback;
 }
 
 export function forgetTurns() {
@@ -41,24 +43,20 @@ function markTurn(turn) {
     const why = turn.failure ? ` after: ${turn.failure}` : "";
     mark.append(element("span", "", `Retrying, ${retryText(turn)}${why}`));
   }
-  if (turn.state === "stopped" || turn.state === "failed") {
-    const retry = button("Retry", "link retry", "Retry: send this turn again");
-    retry.addEventListener("click", () => onRetry(turn.body));
-    mark.append(" ", retry);
-  }
+  if (turn.state === "stopped" || turn.state === "failed") onEnded(turn.id, mark);
 }
 
 // A turn shown in the thread: its message's `reply_state` (null for messages that are not turns).
 export function trackTurn(message, item) {
   if (!message.reply_state) return;
   turns.set(message.id, {
+    id: message.id,
     state: message.reply_state,
     retryAt: message.retry_at ? Date.parse(message.retry_at) : null,
     failure: message.failure ?? null,
     partial: message.partial ?? null,
     since: Date.parse(message.created_at) || Date.now(),
     item,
-    body: message.body,
   });
   markTurn(turns.get(message.id));
   showRunState();

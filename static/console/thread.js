@@ -9,11 +9,13 @@ import { replyDetails, showThreadUsage } from "./details.js";
 import { markRead, showThreadActions } from "./inbox.js";
 import { $, button, canSend, element, me, newKey, say, state, timeOf, writerOf } from "./page.js";
 import { rowList } from "./rows.js";
-import { forgetTurns, trackTurn, turnChanged, turnState, whenRetried } from "./runstate.js";
+import { forgetTurns, trackTurn, turnChanged, turnState } from "./runstate.js";
 import { arrived, showNewest } from "./follow.js";
 import { forgetSteps, noteMessage, showStep } from "./steps.js";
 import { showPartial } from "./stopped.js";
 import { showThreadBadge, showUnavailable } from "./threadstate.js";
+import { forgetCarried, showCarried } from "./branches.js";
+import { forgetVersions, noteVersion, onVersionEvents } from "./versions.js";
 
 const PAGE_SIZE = 50;
 
@@ -81,6 +83,7 @@ function showMessagesState() {
 
 function addMessage(message) {
   if (!messages.add(message)) return;
+  noteVersion(message, messages.item(message.id));
   trackTurn(message, messages.item(message.id));
   noteMessage(message, messages.item(message.id));
   if (message.partial) showPartial(messages.item(message.id), message.id, message.partial);
@@ -149,6 +152,8 @@ export function closeThread() {
   draftTexts.clear();
   forgetTurns();
   forgetSteps();
+  forgetVersions();
+  forgetCarried();
   showThreadBadge(null);
   showThreadUsage(null);
   $("messages-older").hidden = true;
@@ -193,6 +198,7 @@ export async function openThread(id, { around = null } = {}) {
   $("send").disabled = !canSend;
   say($("composer-notice"), canSend ? "" : "Sending from the Console is turned off on this server.");
   say($("messages-state"), "Loading messages…");
+  showCarried(id);
   let rows;
   let newer = [];
   const path = `/api/chat/threads/${id}/messages`;
@@ -250,6 +256,7 @@ export async function loadOlderMessages() {
     if (mine !== generation) return;
     messages.addOlder(rows);
     for (const row of rows) {
+      noteVersion(row, messages.item(row.id));
       trackTurn(row, messages.item(row.id));
       noteMessage(row, messages.item(row.id));
     }
@@ -324,16 +331,12 @@ export async function send() {
   }
 }
 
-// Retry: the same body again, as a new turn of the open thread.
-whenRetried(async (body) => {
-  if (!canSend || state.threadId === null) return;
-  say($("composer-notice"), "Sending again…");
-  try {
-    await sendBody(body, state.threadId, newKey());
-    say($("composer-notice"), "");
-  } catch (error) {
-    say($("composer-notice"), error.message, "error");
-  }
+// A new version of a turn of the open thread (an edit, a regenerate): shown like a send.
+onVersionEvents({
+  shown: (message) => {
+    addMessage(message);
+    showNewest();
+  },
 });
 
 export function keepDraft() {

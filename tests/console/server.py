@@ -17,9 +17,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import environ
+import pytest
+
+from tests.console.assistant import assistant_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 PASSWORD = "console-demo-password"
@@ -237,3 +241,22 @@ def serving(
         server.stop()
         if is_postgres(test_url):
             drop_scratch_database(test_url, scratch)
+
+
+def business_server(prefix: str, business_file: str) -> Any:
+    """A module's `console_server` fixture: `serving` the business of `business_file` (more
+    than the demo's one instance), its instances answered by the tests' model server."""
+
+    @pytest.fixture(scope="module")
+    def console_server(
+        chromium: str, model_server: Any, tmp_path_factory: pytest.TempPathFactory
+    ) -> Iterator[LiveServer]:
+        with serving(
+            tmp_path_factory.mktemp(prefix),
+            f"mosaic_{prefix}_{os.getpid()}",
+            settings=assistant_settings(model_server.url),
+            business_file=business_file,
+        ) as server:
+            yield server
+
+    return console_server

@@ -10,16 +10,12 @@ prompt ("You are reviewer, …").
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
 from playwright.sync_api import expect
 
-from tests.console.assistant import assistant_settings
 from tests.console.pages import create_project, create_thread, messages, send, trail, unique
-from tests.console.server import LiveServer, serving
+from tests.console.server import business_server
 from tests.support.console_pages import OpenConsole
 from tests.support.model_servers import FakeModel
 
@@ -51,18 +47,8 @@ QUESTION = "Is 40 guests within the budget?"
 ADVICE = "No: 40 guests is 10% over."
 
 
-@pytest.fixture(scope="module")
-def console_server(
-    chromium: str, model_server: FakeModel, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[LiveServer]:
-    """The Console's server with the demo business plus a `reviewer` the assistant consults."""
-    with serving(
-        tmp_path_factory.mktemp("consult"),
-        f"mosaic_consult_{os.getpid()}",
-        settings=assistant_settings(model_server.url),
-        business_file=WITH_REVIEWER,
-    ) as server:
-        yield server
+# The Console's server with this business.
+console_server = business_server("consult", WITH_REVIEWER)
 
 
 def consulting(model: FakeModel) -> None:

@@ -1,5 +1,5 @@
 """How a reply is going, in the thread (SPEC §7.1): working with a ticking clock, the reply
-streaming in, Stop for this thread only, turns marked stopped / failed / retrying, Retry."""
+streaming in, Stop for this thread only, turns marked stopped / failed / retrying, Regenerate."""
 
 from __future__ import annotations
 
@@ -65,11 +65,12 @@ def test_send_slow_reply_shows_working_clock_and_streamed_draft(
     expect(page.locator("#run-state")).to_be_hidden()
 
 
-def test_stop_sends_open_thread_and_marks_turn_stopped_then_retry_answers(
+def test_stop_sends_open_thread_and_marks_turn_stopped_then_regenerate_answers(
     open_console: OpenConsole, model: FakeModel
 ) -> None:
     """Stop stops this thread only (`{"thread": ID}`); the turn is marked stopped, and its
-    Retry sends the same body again as a new turn, which is answered."""
+    Regenerate asks it again as its second version (R24), which is answered; the stopped one
+    stays behind the pager."""
     slow_reply(model)
     page = open_console("human")
     open_new_thread(page, "stop")
@@ -88,17 +89,22 @@ def test_stop_sends_open_thread_and_marks_turn_stopped_then_retry_answers(
 
     model.chunk_delay = 0.0
     model.content = "answered at last"
-    turn(page, body).get_by_role("button", name="Retry").click()
-    expect(messages(page).locator('[data-from="human"] .body')).to_have_text([body, body])
+    turn(page, body).get_by_role("button", name="Regenerate", exact=True).click()
+    shown = messages(page).locator('[data-from="human"]:visible')
+    expect(shown.locator(".body")).to_have_text([body])
+    expect(shown.locator(".version-count")).to_have_text("2/2")
     expect(messages(page).locator('[data-from="assistant"] .body')).to_have_text(
         ["answered at last"]
     )
+    shown.get_by_role("button", name="Previous version").click()
+    expect(shown.locator(".turn-state")).to_contain_text("Stopped")
+    expect(messages(page).locator('[data-from="assistant"]:visible')).to_have_count(0)
 
 
 def test_send_refused_by_model_marks_turn_failed_with_sentence(
     open_console: OpenConsole, model: FakeModel
 ) -> None:
-    """A permanent failure marks the turn failed with the failure's sentence and a Retry."""
+    """A permanent failure marks the turn failed with the failure's sentence and a Regenerate."""
     model.status = 400
     model.error_message = "this model does not exist"
     page = open_console("tester")
@@ -106,7 +112,7 @@ def test_send_refused_by_model_marks_turn_failed_with_sentence(
     mark = sent.locator(".turn-state")
     expect(mark).to_have_attribute("data-state", "failed")
     expect(mark).to_contain_text(re.compile("^Failed: .+"))
-    expect(mark.get_by_role("button", name="Retry")).to_be_visible()
+    expect(mark.get_by_role("button", name="Regenerate", exact=True)).to_be_visible()
     expect(page.locator("#run-state")).to_be_hidden()
 
 
