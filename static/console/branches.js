@@ -8,6 +8,8 @@ import { plain, rendered } from "./markdown.js";
 import { $, element, me, say, state, timeOf, writerOf } from "./page.js";
 
 const CARRIED_LIMIT = 500;
+// What a branch with no message of its own yet says under what it carries.
+export const CONTINUE = "Continue the conversation below.";
 
 function sourceLink(source) {
   const link = element("a", "source-link", source.name);
@@ -33,8 +35,9 @@ export function forgetCarried() {
   $("carried-list").replaceChildren();
 }
 
-// Thread `id` opened: when it is a branch, where it came from and what it carries.
-export async function showCarried(id) {
+// Thread `id` opened: when it is a branch, where it came from and what it carries; `shown` is
+// told once that is on screen.
+export async function showCarried(id, shown) {
   forgetCarried();
   const source = state.threads.get(id)?.branched_from;
   if (!source) return;
@@ -51,6 +54,7 @@ export async function showCarried(id) {
   $("carried-heading").replaceChildren("From ", sourceLink(source));
   $("carried-list").replaceChildren(...rows.map(carriedItem));
   $("carried").hidden = false;
+  shown();
   // Opened at the bottom: the thread's own newest line, below what it carries.
   showNewest();
 }

@@ -14,7 +14,7 @@ import { arrived, showNewest } from "./follow.js";
 import { forgetSteps, noteMessage, showStep } from "./steps.js";
 import { showPartial } from "./stopped.js";
 import { showThreadBadge, showUnavailable } from "./threadstate.js";
-import { forgetCarried, showCarried } from "./branches.js";
+import { CONTINUE, forgetCarried, showCarried } from "./branches.js";
 import { forgetVersions, noteVersion, onVersionEvents } from "./versions.js";
 
 const PAGE_SIZE = 50;
@@ -78,7 +78,9 @@ function renderMessage(message) {
 const messages = rowList($("messages"), $("messages-log"), renderMessage);
 
 function showMessagesState() {
-  say($("messages-state"), messages.size ? "" : "No messages yet. Write the first one below.");
+  // A branch with none of its own yet shows what it carries (branches.js).
+  const none = $("carried").hidden ? "No messages yet. Write the first one below." : CONTINUE;
+  say($("messages-state"), messages.size ? "" : none);
 }
 
 function addMessage(message) {
@@ -198,7 +200,10 @@ export async function openThread(id, { around = null } = {}) {
   $("send").disabled = !canSend;
   say($("composer-notice"), canSend ? "" : "Sending from the Console is turned off on this server.");
   say($("messages-state"), "Loading messages…");
-  showCarried(id);
+  // A branch with none of its own messages says so under what it carries, once that is shown.
+  showCarried(id, () => {
+    if (mine === generation && $("messages-state").dataset.kind !== "error") showMessagesState();
+  });
   let rows;
   let newer = [];
   const path = `/api/chat/threads/${id}/messages`;

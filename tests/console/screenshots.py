@@ -127,6 +127,7 @@ class Shooter:
         page.context.close()
 
         self.test_runs(size)
+        self.versions(size)
         self.start_typing(size)
         self.trail_views(size)
 
@@ -147,6 +148,23 @@ class Shooter:
             expect(page.locator(".case")).to_have_count(3)
             self.shoot(page, f"test-run{suffix}", size)
             page.context.close()
+
+    def versions(self, size: str) -> None:
+        """A turn asked again ("‹ 2/2 ›" and its new reply), and a branch from that reply: its
+        source under its title, and the conversation it carries, set apart."""
+        page = self.page(size)
+        self.answered_thread(page, f"Versions {size}")
+        self.model.content = "A second take: freeze on *Tuesday*, then tag and publish."
+        shown = page.locator("#messages > li:visible")
+        reply = shown.and_(page.locator('[data-from="assistant"]'))
+        reply.get_by_role("button", name="Regenerate", exact=True).click()
+        expect(shown.locator(".version-count")).to_have_text("2/2")
+        expect(reply).to_contain_text("A second take")
+        self.shoot(page, "versions", size)
+        reply.get_by_role("button", name="Branch from here").click()
+        expect(page.locator("#carried")).to_be_visible()
+        self.shoot(page, "branch", size)
+        page.context.close()
 
     def start_typing(self, size: str) -> None:
         """Light and dark: "New chat"'s empty composer, the chat it started (named from

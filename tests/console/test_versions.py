@@ -224,6 +224,7 @@ def test_branch_from_here_opens_a_thread_whose_link_goes_back_to_the_source(
     replies(page).first.get_by_role("button", name="Branch from here").click()
     expect_branch_of(page, source, one)
     expect(own(page)).to_have_count(0)
+    expect(page.locator("#messages-state")).to_have_text("Continue the conversation below.")
 
     page.locator("#carried-heading").get_by_role("link", name=source).click()
     expect(page.locator("#thread-title")).to_have_text(source)
