@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
+from tests.console.api import LiveApi
 from tests.console.pages import create_project, create_thread, send, unique
 from tests.console.server import business_server
 from tests.console.test_accessibility import violations
@@ -136,6 +137,33 @@ def test_edit_shows_the_new_version_and_pages_back_to_the_first_with_its_reply(
     page.reload()
     expect(turns(page).locator(".body")).to_have_text(second)
     expect(turns(page).locator(".version-count")).to_have_text("2/2")
+
+
+def test_a_version_made_elsewhere_arrives_live_and_is_shown(
+    open_console: OpenConsole, model: FakeModel, human_api: LiveApi
+) -> None:
+    """An edit made through the API while the thread is open comes over the thread's stream
+    and becomes the version shown, with its reply, even when the reader had paged back."""
+    answering(model)
+    page = open_console("human")
+    new_thread(page, "live")
+    first = unique("first")
+    asked(page, first)
+    thread = int(page.evaluate("new URLSearchParams(location.hash.slice(1)).get('thread')"))
+    turn = int(turns(page).get_attribute("data-id") or 0)
+    second = unique("elsewhere")
+    human_api.post(f"/api/chat/threads/{thread}/messages/{turn}/edit", {"body": second})
+    expect(turns(page).locator(".body")).to_have_text(second)
+    expect(turns(page).locator(".version-count")).to_have_text("2/2")
+    expect(replies(page).locator(".body")).to_contain_text(f"assistant on {second} #")
+
+    # Paged back to the first, the reader still sees a newer version when one arrives.
+    turns(page).get_by_role("button", name="Previous version").click()
+    expect(turns(page).locator(".body")).to_have_text(first)
+    third = unique("third")
+    human_api.post(f"/api/chat/threads/{thread}/messages/{turn}/edit", {"body": third})
+    expect(turns(page).locator(".body")).to_have_text(third)
+    expect(turns(page).locator(".version-count")).to_have_text("3/3")
 
 
 def test_escape_cancels_an_edit_and_the_focus_returns_to_the_turn(
