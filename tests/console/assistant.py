@@ -17,3 +17,30 @@ def assistant_settings(model_url: str) -> dict[str, str]:
         "MOSAIC_ASSISTANT_API_KEY": "console-test-key",
         "MOSAIC_ASSISTANT_RETRY_SECONDS": RETRY_SECONDS,
     }
+
+
+# The demo business with a second instance, `reviewer`: the assistant may consult it (R23) and
+# the human may talk to it (a turn asked again on it, R24). Each is answered by its own run.
+WITH_REVIEWER = """
+[business]
+slug = "demo"
+human = "ada"
+tester_enabled = true
+default_instance = "assistant"
+
+[roles.assistant]
+receive_from = ["human", "reviewer"]
+send_to = ["human", "reviewer"]
+cross_role = []
+
+[roles.reviewer]
+receive_from = ["assistant", "human"]
+send_to = ["assistant", "human"]
+cross_role = []
+
+[instances.assistant]
+role = "assistant"
+
+[instances.reviewer]
+role = "reviewer"
+"""

@@ -14,40 +14,17 @@ from typing import Any
 
 from playwright.sync_api import expect
 
+from tests.console.assistant import WITH_REVIEWER
 from tests.console.pages import create_project, create_thread, messages, send, trail, unique
 from tests.console.server import business_server
 from tests.support.console_pages import OpenConsole
 from tests.support.model_servers import FakeModel
 
-WITH_REVIEWER = """
-[business]
-slug = "demo"
-human = "ada"
-tester_enabled = true
-default_instance = "assistant"
-
-[roles.assistant]
-receive_from = ["human", "reviewer"]
-send_to = ["human", "reviewer"]
-cross_role = []
-
-[roles.reviewer]
-receive_from = ["assistant"]
-send_to = ["assistant"]
-cross_role = []
-
-[instances.assistant]
-role = "assistant"
-
-[instances.reviewer]
-role = "reviewer"
-"""
-
 QUESTION = "Is 40 guests within the budget?"
 ADVICE = "No: 40 guests is 10% over."
 
 
-# The Console's server with this business.
+# The Console's server with the demo business and a reviewer.
 console_server = business_server("consult", WITH_REVIEWER)
 
 

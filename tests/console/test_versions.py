@@ -16,39 +16,15 @@ import pytest
 from playwright.sync_api import Locator, Page, expect
 
 from tests.console.api import LiveApi
+from tests.console.assistant import WITH_REVIEWER
 from tests.console.pages import create_project, create_thread, send, unique
 from tests.console.server import business_server
 from tests.console.test_accessibility import violations
 from tests.support.console_pages import DESKTOP, PHONE, OpenConsole
 from tests.support.model_servers import FakeModel
 
-TWO_INSTANCES = """
-[business]
-slug = "demo"
-human = "ada"
-tester_enabled = true
-default_instance = "assistant"
-
-[roles.assistant]
-receive_from = ["human"]
-send_to = ["human"]
-cross_role = []
-
-[roles.reviewer]
-receive_from = ["human"]
-send_to = ["human"]
-cross_role = []
-
-[instances.assistant]
-role = "assistant"
-
-[instances.reviewer]
-role = "reviewer"
-"""
-
-
-# The Console's server with this business.
-console_server = business_server("versions", TWO_INSTANCES)
+# The Console's server with the demo business and a reviewer.
+console_server = business_server("versions", WITH_REVIEWER)
 
 
 def answering(model: FakeModel) -> None:
