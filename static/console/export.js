@@ -25,7 +25,7 @@ export async function allMessages(id) {
 
 // The fields a reader of an export needs; the rest of the shape is the API's.
 const FIELDS = [
-  "id", "from_role", "to_role", "class", "body", "created_at", "in_reply_to", "reply_state",
+  "id", "from_role", "to_role", "class", "body", "created_at", "in_reply_to", "version_of", "reply_state",
   "retry_at", "failure", "partial", "model", "finish_reason", "usage", "steps",
 ];
 
@@ -129,12 +129,27 @@ function expectationLines(turn, reply) {
   return lines;
 }
 
-// The open thread as a suite file: one case, its turns the owner's messages in order, each
-// reply under its turn as a commented-out expectation. Throws when the owner sent nothing.
-export function asSuite(thread, messages) {
-  const turns = messages.filter((message) => message.from_role === me && message.class === "REQUEST" && message.body.trim());
+// The conversation as it reads (R24): of a turn's versions only the newest, with its reply.
+function onPath(messages) {
+  const newest = new Map();
+  for (const m of messages) {
+    if (m.class !== "REQUEST") continue;
+    const group = m.version_of ?? m.id;
+    newest.set(group, Math.max(newest.get(group) ?? 0, m.id));
+  }
+  const superseded = new Set(
+    messages.filter((m) => m.class === "REQUEST" && newest.get(m.version_of ?? m.id) !== m.id).map((m) => m.id),
+  );
+  return messages.filter((m) => !superseded.has(m.id) && !superseded.has(m.in_reply_to));
+}
+
+// The open thread as a suite file: one case, its turns the owner's messages in order (a
+// branch's carried conversation first, each turn's newest version only), each reply under its
+// turn as a commented-out expectation. Throws when the owner sent nothing.
+export function asSuite(thread, messages, carried = []) {
+  const turns = onPath([...carried, ...messages]).filter((message) => message.from_role === me && message.class === "REQUEST" && message.body.trim());
   if (!turns.length) throw new Error("This thread has no message of yours to send: there is no test case to save.");
-  const replies = new Map(messages.filter((m) => m.class === "RESULT").map((m) => [m.in_reply_to, m]));
+  const replies = new Map([...carried, ...messages].filter((m) => m.class === "RESULT").map((m) => [m.in_reply_to, m]));
   const name = clipped(thread.name ?? "", 80) || `Thread ${thread.id}`;
   const project = clipped(state.projects.get(thread.project)?.name ?? "", 200) || "Console test cases";
   const lines = [
@@ -186,8 +201,12 @@ export async function exportThread(format) {
   if (id === null) return null;
   const thread = state.threads.get(id) ?? { id, name: `Thread ${id}` };
   const messages = await allMessages(id);
+  // A branch's test case replays the conversation it carries too (R24).
+  const carried = format === "suite" && thread.branched_from
+    ? (await get(query(`/api/chat/threads/${id}/carried`, { limit: PAGE_SIZE }))).messages
+    : [];
   const { extension, type, write } = FORMATS[format] ?? FORMATS.markdown;
   const name = fileName(thread, extension);
-  download(write(thread, messages), name, type);
+  download(write(thread, messages, carried), name, type);
   return { name, count: messages.length };
 }

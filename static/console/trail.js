@@ -25,6 +25,7 @@ const BOOKKEEPING = new Set(["claim.ended"]);
 // Changes the owner made to its thread: "ada renamed the thread …", no addressee.
 const THREAD_CHANGES = new Set([
   "thread.renamed", "thread.archived", "thread.unarchived", "thread.pinned", "thread.unpinned",
+  "turn.edited", "turn.regenerated", "thread.branched",
 ]);
 const OPEN_KEY = "mosaic.trail.open";
 

@@ -10,11 +10,13 @@ names who wrote it, what it answers, and how many answers came before it.
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 from typing import Any
 
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
+from tester.suites.files import Suite, load_suite
 from tests.console.api import LiveApi
 from tests.console.assistant import WITH_REVIEWER
 from tests.console.pages import create_project, create_thread, send, unique
@@ -256,3 +258,36 @@ def test_axe_finds_nothing_serious_on_versions_and_a_branch(
     replies(page).get_by_role("button", name="Branch from here").click()
     expect(carried(page)).to_have_count(2)
     assert violations(page) == []
+
+
+def saved_test_case(page: Page, folder: Path) -> Suite:
+    """The open thread saved as a test case, loaded by the suite loader."""
+    page.locator("#thread-export > summary").click()
+    with page.expect_download() as download:
+        page.get_by_role("button", name="Test case (.suite.toml)").click()
+    saved = folder / download.value.suggested_filename
+    saved.write_text(download.value.path().read_text(encoding="utf-8"), encoding="utf-8")
+    return load_suite(saved)
+
+
+def test_a_test_case_sends_the_conversation_as_it_reads(
+    open_console: OpenConsole, model: FakeModel, tmp_path: Path
+) -> None:
+    """R24: a turn's newest version only, never the versions it replaced; a branch's test case
+    replays the conversation it carries first."""
+    page = open_console("human", viewport=DESKTOP)
+    source, one, _two = two_turns(page, model)
+    turns(page).last.get_by_role("button", name="Edit").click()
+    edited = unique("edited")
+    page.get_by_label("Edit your message").fill(edited)
+    page.get_by_label("Edit your message").press("Enter")
+    expect(replies(page).last.locator(".body")).to_contain_text(f"assistant on {edited} #")
+    [case] = saved_test_case(page, tmp_path).cases
+    assert [turn.send for turn in case.turns] == [one, edited]
+
+    replies(page).first.get_by_role("button", name="Branch from here").click()
+    expect_branch_of(page, source, one)
+    third = unique("third")
+    asked(page, third)
+    [case] = saved_test_case(page, tmp_path).cases
+    assert [turn.send for turn in case.turns] == [one, third]
