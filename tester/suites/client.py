@@ -328,13 +328,26 @@ class ConversationThread:
 
     def ask(self, body: str, *, within: float) -> Outcome:
         """Send `body` and wait up to `within` seconds for the RESULT in reply to it."""
-        if not self._socket_tried:
-            # Opened before the turn is sent, so no frame about it can come before we listen.
-            self._socket_tried = True
-            self._socket = self.client.socket(self.id)
+        self._listen()
         sent_at = time.monotonic()
         turn = self.client.send(self.id, body)
         return self.wait(turn, within=within, sent_at=sent_at)
+
+    def ask_again(self, turn_id: int, *, within: float) -> Outcome:
+        """Regenerate turn `turn_id`, the thread's latest (R24): a new version of it in this
+        thread, with the turn's own text; wait up to `within` seconds for the RESULT in reply
+        to the new version."""
+        self._listen()
+        sent_at = time.monotonic()
+        turn = self.client.regenerate(self.id, turn_id)["message"]
+        return self.wait(dict(turn), within=within, sent_at=sent_at)
+
+    def _listen(self) -> None:
+        """Open the socket once, before the first turn is sent, so no frame about it can come
+        before we listen."""
+        if not self._socket_tried:
+            self._socket_tried = True
+            self._socket = self.client.socket(self.id)
 
     def send(self, body: str, *, within: float = 30.0) -> Reply:
         """Send `body` and return its reply; `NoReply` (an AssertionError) when none came."""

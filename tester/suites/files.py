@@ -50,7 +50,7 @@ _CASE_KEYS = frozenset(
 )
 _SIMULATE_KEYS = frozenset({"persona", "goal", "max_turns", "within"})
 _CONVERSATION_KEYS = frozenset({"judge", "max_turn_seconds"})
-_TURN_KEYS = frozenset({"send", "expect"})
+_TURN_KEYS = frozenset({"send", "regenerate", "expect"})
 # Checked in this order (docs/suite-file.md); `within` and `reply` say how to wait.
 _TEXT_KEYS = ("contains", "not_contains", "icontains", "equals", "matches", "not_matches")
 _EXPECT_KEYS = frozenset(
@@ -171,9 +171,13 @@ class Simulate:
 
 @dataclass(frozen=True)
 class Turn:
+    """One turn of a case: a message sent, or (`regenerate`) the turn before asked again as a
+    new version of it (R24), whose text `send` then is."""
+
     send: str
     expect: Expect
     line: int
+    regenerate: bool = False
 
 
 @dataclass(frozen=True)
@@ -379,7 +383,9 @@ class _Reader:
         turns: tuple[Turn, ...] = ()
         if simulate is None:
             tables = self.tables(table, (*where, "turns"), f"case {name!r}", "[[cases.turns]]")
-            turns = tuple(self.turn(turn, (*where, "turns", i)) for i, turn in enumerate(tables))
+            for i, turn in enumerate(tables):
+                before = turns[-1] if turns else None
+                turns += (self.turn(turn, (*where, "turns", i), name, before),)
         return Case(
             name=name,
             turns=turns,
@@ -425,19 +431,57 @@ class _Reader:
             max_turn_seconds=self.seconds(value, (*where, "max_turn_seconds"), WITHIN_MAX),
         )
 
-    def turn(self, table: Mapping[str, Any], where: KeyPath) -> Turn:
+    def turn(
+        self, table: Mapping[str, Any], where: KeyPath, case: str, before: Turn | None
+    ) -> Turn:
+        """A turn; `regenerate = true` asks `before`, the case's turn before, again (R24)."""
         self.only(table, _TURN_KEYS, where, "a turn")
-        send = table.get("send")
-        if not isinstance(send, str) or not send.strip():
-            raise self.refuse((*where, "send"), "a turn needs send, a text that is not empty")
+        regenerate = "regenerate" in table
+        if regenerate:
+            send = self.regenerated(table, where, case, before)
+        else:
+            given = table.get("send")
+            if not isinstance(given, str) or not given.strip():
+                raise self.refuse(
+                    (*where, "send"),
+                    "a turn needs send, a text that is not empty (or regenerate = true, to ask "
+                    "the turn before again)",
+                )
+            send = given
         expect = table.get("expect", {})
         if not isinstance(expect, dict):
             raise self.refuse((*where, "expect"), "expect must be a table")
         return Turn(
             send=send,
             expect=self.expect(expect, (*where, "expect")),
-            line=line_of(self.lines, (*where, "send")),
+            line=line_of(self.lines, (*where, "regenerate" if regenerate else "send")),
+            regenerate=regenerate,
         )
+
+    def regenerated(
+        self, table: Mapping[str, Any], where: KeyPath, case: str, before: Turn | None
+    ) -> str:
+        """The text a `regenerate` turn asks again: its turn before's, which it must have."""
+        key = (*where, "regenerate")
+        if table["regenerate"] is not True:
+            raise self.refuse(
+                key,
+                "regenerate must be true: it asks the turn before again (a new message is "
+                'send = "…")',
+            )
+        if "send" in table:
+            raise self.refuse(
+                key,
+                "a turn sends a new message (send) or asks the turn before again "
+                "(regenerate = true), not both",
+            )
+        if before is None:
+            raise self.refuse(
+                key,
+                f"turn 1 of case {case!r} has no turn before it to regenerate: a case's first "
+                'turn sends (send = "…")',
+            )
+        return before.send
 
     def expect(self, table: Mapping[str, Any], where: KeyPath) -> Expect:
         self.only(table, _EXPECT_KEYS, where, "expect")

@@ -41,6 +41,7 @@ details { margin: .5rem 0 .5rem 1rem; }
   border-radius: .5rem; padding: .4rem .6rem; margin: .2rem 0; }
 .said.user { margin-left: 3rem; }
 .facts { font-size: .85rem; color: var(--muted); }
+.again { font-size: .8rem; font-weight: 700; color: var(--muted); }
 .miss { border-left: 3px solid var(--fail); padding-left: .6rem; margin: .4rem 0; }
 .steps { font-size: .85rem; margin: .2rem 0; padding-left: 1.5rem; overflow-wrap: anywhere; }
 .steps .refused, .steps .error { color: var(--fail); }
@@ -188,7 +189,9 @@ def _repeat(repeat: Repeat, console_url: str | None, *, open_it: bool) -> str:
 
 def _turn(turn: TurnRecord) -> str:
     reply = turn.outcome.reply
-    parts = [f'<div class="turn"><div class="said user">{escape(turn.sent)}</div>']
+    # A regenerated turn is its text asked again (R24), said so before it.
+    again = '<span class="again">regenerate</span> ' if turn.regenerated else ""
+    parts = [f'<div class="turn"><div class="said user">{again}{escape(turn.sent)}</div>']
     if turn.outcome.steps:
         items = "".join(
             f'<li class="{escape(step.outcome or "running")}">'

@@ -57,6 +57,13 @@ def shown(text: str, limit: int = SHOWN) -> str:
     return f"“{line}”"
 
 
+def asked(turn: TurnRecord, limit: int = SHOWN) -> str:
+    """A turn as a report names it: what it sent, shown; a regenerated turn `regenerate “…”`,
+    the text it asked again."""
+    told = shown(turn.sent, limit)
+    return f"regenerate {told}" if turn.regenerated else told
+
+
 def clipped(text: str | None, limit: int = STORED_TEXT) -> str | None:
     if text is None or len(text) <= limit:
         return text
@@ -83,8 +90,8 @@ def place(report: CaseReport, repeat: Repeat) -> str:
     where = f"repeat {repeat.number}, " if report.repeat_count > 1 else ""
     if repeat.problem is not None or repeat.failed_turn is None:
         return f"{where}the conversation" if repeat.problem is None else where.rstrip(", ")
-    sent = repeat.turns[repeat.failed_turn - 1].sent
-    return f"{where}turn {repeat.failed_turn} {shown(sent, 60)}"
+    turn = repeat.turns[repeat.failed_turn - 1]
+    return f"{where}turn {repeat.failed_turn} {asked(turn, 60)}"
 
 
 def miss(report: CaseReport) -> str:
@@ -182,6 +189,8 @@ def turn_record(turn: TurnRecord, *, texts: bool) -> dict[str, Any]:
         "model": reply.model if reply else None,
         "finish_reason": reply.finish_reason if reply else None,
         "passed": turn.failure is None,
+        # A new version of the turn before, asked again (R24).
+        "regenerate": turn.regenerated,
         "judge": [vote.as_json() for vote in turn.votes],
         "steps": [step.as_json() if texts else stored_step(step) for step in turn.outcome.steps],
     }
@@ -216,7 +225,7 @@ def steps_lines(report: CaseReport) -> list[str]:
         for turn in repeat.turns:
             if turn.outcome.steps:
                 lines.append(
-                    f"{where}turn {turn.number} {shown(turn.sent, 60)}: "
+                    f"{where}turn {turn.number} {asked(turn, 60)}: "
                     f"{describe_steps(turn.outcome.steps)}"
                 )
     return lines
@@ -241,6 +250,11 @@ def repeat_record(repeat: Repeat, *, texts: bool) -> dict[str, Any]:
 
 def failures(report: CaseReport) -> list[dict[str, Any]]:
     """Each repeat's miss: where, what was expected, what came (a problem is what came)."""
+    return [failure for failure, _ in misses(report)]
+
+
+def misses(report: CaseReport) -> list[tuple[dict[str, Any], TurnRecord | None]]:
+    """Each repeat's miss (`failures`), with the turn that missed (None: the conversation)."""
     found = []
     for repeat in report.repeats:
         if repeat.passed:
@@ -250,15 +264,14 @@ def failures(report: CaseReport) -> list[dict[str, Any]]:
             expected, actual = repeat.failure.expected, repeat.failure.actual
         else:
             expected, actual = "a verdict", str(repeat.problem)
-        found.append(
-            {
-                "repeat": repeat.number,
-                "turn": repeat.failed_turn,
-                "sent": clipped(turn.sent if turn else None, 500),
-                "expected": clipped(expected),
-                "actual": clipped(actual),
-            }
-        )
+        failure = {
+            "repeat": repeat.number,
+            "turn": repeat.failed_turn,
+            "sent": clipped(turn.sent if turn else None, 500),
+            "expected": clipped(expected),
+            "actual": clipped(actual),
+        }
+        found.append((failure, turn))
     return found
 
 
@@ -326,6 +339,7 @@ def as_json(report: CaseReport) -> dict[str, Any]:
         "threads": report.threads,
         "turn": first.failed_turn if first else None,
         "sent": turn.sent if turn else None,
+        "regenerate": turn.regenerated if turn else None,
         "expected": failure.expected if failure else None,
         "actual": failure.actual if failure else None,
         "error": problem.code if problem else None,
@@ -393,9 +407,10 @@ def junit(test_run: TestRun, every: Sequence[Plan]) -> ElementTree.ElementTree:
                 case, "failure", type="expectation", message=miss(report)
             )
             failure.text = "\n".join(
-                f"repeat {f['repeat']}, turn {f['turn']}: sent {f['sent']}\n"
+                f"repeat {f['repeat']}, turn {f['turn']}: "
+                f"{'regenerate' if turn and turn.regenerated else 'sent'} {f['sent']}\n"
                 f"expected: {f['expected']}\nactual: {f['actual']}"
-                for f in failures(report)
+                for f, turn in misses(report)
             )
         elif report.verdict == ERROR and first is not None and first.problem is not None:
             error = ElementTree.SubElement(

@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .client import ListenerError, Outcome, TesterClient
@@ -49,10 +49,13 @@ class TurnRecord:
     """One turn of a repeat: what was sent, what came, how fast, and how it was judged."""
 
     number: int
+    # The turn's text; for a regenerated turn, the text asked again.
     sent: str
     outcome: Outcome
     failure: Failure | None = None
     votes: tuple[Vote, ...] = ()
+    # A new version of the turn before, asked again (R24), not a message of its own.
+    regenerated: bool = False
 
     @property
     def turn_id(self) -> int:
@@ -88,8 +91,20 @@ class Repeat:
 
     @property
     def transcript(self) -> list[tuple[str, str]]:
-        """The conversation as the judge reads it: each turn, its steps and its reply."""
-        return [said for turn in self.turns for said in turn.transcript]
+        """The conversation as the judge reads it: each turn, its steps and its reply, a
+        version asked again in place of the one before (`path_transcript`)."""
+        return path_transcript(self.turns)
+
+
+def path_transcript(turns: Sequence[TurnRecord]) -> list[tuple[str, str]]:
+    """The turns' conversation as the assistant was shown it, R24's path: a turn asked again
+    stands in for the version before it, which is left out with its steps and reply."""
+    return [
+        said
+        for index, turn in enumerate(turns)
+        if index + 1 == len(turns) or not turns[index + 1].regenerated
+        for said in turn.transcript
+    ]
 
 
 @dataclass(frozen=True)
@@ -257,10 +272,15 @@ def run_repeat(
 
 def _play(thread: Any, case: Case, repeat: Repeat, judge: Judge | None) -> None:
     for number, turn in enumerate(case.turns, start=1):
-        outcome = thread.ask(turn.send, within=turn.expect.within)
-        transcript = [*repeat.transcript, *TurnRecord(number, turn.send, outcome).transcript]
+        if turn.regenerate:
+            # The turn before (the file's reader made sure there is one) asked again, in place.
+            outcome = thread.ask_again(repeat.turns[-1].turn_id, within=turn.expect.within)
+        else:
+            outcome = thread.ask(turn.send, within=turn.expect.within)
+        record = TurnRecord(number, turn.send, outcome, regenerated=turn.regenerate)
+        transcript = path_transcript([*repeat.turns, record])
         checked = check_turn(turn.expect, outcome, transcript=transcript, judge=judge)
-        if not _took(repeat, number, turn.send, outcome, checked):
+        if not _took(repeat, record, checked):
             return
     _check_conversation(case, repeat, judge)
 
@@ -277,7 +297,7 @@ def _simulate(thread: Any, case: Case, repeat: Repeat, judge: Judge | None) -> N
         outcome = thread.ask(said, within=simulate.within)
         # A simulated user's turn expects a reply, and nothing more of it.
         checked = check_turn(Expect(within=simulate.within), outcome)
-        if not _took(repeat, number, said, outcome, checked):
+        if not _took(repeat, TurnRecord(number, said, outcome), checked):
             return
         verdict = judge.goal_met(
             persona=simulate.persona, goal=simulate.goal, transcript=repeat.transcript
@@ -292,13 +312,13 @@ def _simulate(thread: Any, case: Case, repeat: Repeat, judge: Judge | None) -> N
     )
 
 
-def _took(repeat: Repeat, number: int, sent: str, outcome: Outcome, checked: Checked) -> bool:
-    """Record one turn; False when it failed, and the repeat ends there."""
-    repeat.turns.append(TurnRecord(number, sent, outcome, checked.failure, checked.votes))
+def _took(repeat: Repeat, turn: TurnRecord, checked: Checked) -> bool:
+    """Record one turn as it was checked; False when it failed, and the repeat ends there."""
+    repeat.turns.append(replace(turn, failure=checked.failure, votes=checked.votes))
     if checked.failure is None:
         return True
     repeat.failure = checked.failure
-    repeat.failed_turn = number
+    repeat.failed_turn = turn.number
     return False
 
 

@@ -177,6 +177,58 @@ def test_run_repeat_option_overrides_every_cases_repeat(live: Served, tmp_path: 
     assert sorted(r["turns"][0]["reply"] for r in case["repeats"]) == ["heads", "tails"]
 
 
+ASKED_AGAIN = """
+[[cases]]
+name = "{name}"
+
+[[cases.turns]]
+send = "flip a coin"
+expect = {{ equals = "heads" }}
+
+[[cases.turns]]
+regenerate = true
+expect = {{ equals = "{again}" }}
+"""
+
+
+def test_run_regenerate_turn_asks_the_turn_before_again_and_checks_the_new_reply(
+    live: Served, tmp_path: Path, script: Script
+) -> None:
+    """R24: a `regenerate` turn makes a new version of the turn before in its thread and checks
+    the reply to it with its own expect; the coin, reset, says heads then tails."""
+    text = ASKED_AGAIN.format(name="other side", again="tails")
+    text += ASKED_AGAIN.format(name="same side", again="heads")
+    path = write_suite(tmp_path, suite(text))
+    junit, html = tmp_path / "junit.xml", tmp_path / "report.html"
+    script.coin = itertools.count()
+    ran = run_testassistant(
+        path, "--url", live.url, "--json", "--junit", junit, "--html", html, "--keep-threads"
+    )
+    assert ran.status == 1, ran.out + ran.error
+    (other, same), _ = records(ran)
+    # The reply to the new version is what is checked: tails meets one case and misses the other.
+    assert (other["verdict"], same["verdict"]) == ("pass", "fail")
+    assert (same["turn"], same["sent"], same["regenerate"]) == (2, "flip a coin", True)
+    assert same["actual"] == "tails"
+    first, again = other["repeats"][0]["turns"]
+    assert (first["sent"], first["reply"], first["regenerate"]) == ("flip a coin", "heads", False)
+    assert (again["sent"], again["reply"], again["regenerate"]) == ("flip a coin", "tails", True)
+    # The thread holds both versions of the turn, each with its reply; the new one names the first.
+    messages = live.tester.get(f"/api/chat/threads/{other['thread']}/messages")["messages"]
+    asked = [m for m in messages if m["class"] == "REQUEST"]
+    replies = [m for m in messages if m["class"] == "RESULT"]
+    assert [(m["id"], m["body"], m["version_of"]) for m in asked] == [
+        (first["id"], "flip a coin", None),
+        (again["id"], "flip a coin", first["id"]),
+    ]
+    assert [(m["in_reply_to"], m["body"]) for m in replies] == [
+        (first["id"], "heads"),
+        (again["id"], "tails"),
+    ]
+    assert "turn 2: regenerate flip a coin" in junit.read_text(encoding="utf-8")
+    assert '<span class="again">regenerate</span> flip a coin' in html.read_text(encoding="utf-8")
+
+
 EXPECTATIONS = {
     "icontains": ('send = "capital of France?"', '{ icontains = ["PARIS"] }', True),
     "icontains missed": ('send = "capital of France?"', '{ icontains = ["berlin"] }', False),

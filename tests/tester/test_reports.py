@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ElementTree
+from dataclasses import replace
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -242,6 +243,7 @@ CASE_KEYS = {
     "threads",
     "turn",
     "sent",
+    "regenerate",
     "expected",
     "actual",
     "error",
@@ -273,6 +275,7 @@ TURN_KEYS = {
     "model",
     "finish_reason",
     "passed",
+    "regenerate",
     "judge",
     "steps",
 }
@@ -298,6 +301,7 @@ def test_as_json_tells_the_first_miss_and_every_repeat() -> None:
         "threads": [10, 11, 12],
         "turn": 1,
         "sent": "hello",
+        "regenerate": False,
         "expected": "the reply contains 'Ada'",
         "actual": "Bye.",
         "error": None,
@@ -320,6 +324,7 @@ def test_as_json_tells_the_first_miss_and_every_repeat() -> None:
         "model": "qwen",
         "finish_reason": "stop",
         "passed": False,
+        "regenerate": False,
         "judge": [{"pass": False, "reason": "rude to the user"}],
         "steps": [],
         "sent": "hello",
@@ -520,6 +525,33 @@ def test_junit_counts_failures_and_errors_and_names_instances() -> None:
     error = second.find("error")
     assert error is not None
     assert (error.get("type"), error.get("message")) == ("tester-off", "The tester is off.")
+
+
+def test_a_regenerated_turn_is_told_as_regenerate_in_every_report() -> None:
+    """R24: a turn asked again shows as `regenerate` where a turn shows what it sent; its
+    records keep `sent` (the text asked again) and add `regenerate`."""
+    again = replace(turn("Bye.", failure=MISSED), number=2, regenerated=True)
+    missed = Repeat(1, 10, "alpha", [turn("Hi, Ada."), again], failure=MISSED, failed_turn=2)
+    made = report([missed], FAIL)
+    told = "turn 2 regenerate “hello”: expected the reply contains 'Ada'; got “Bye.”"
+    assert reports.line(made) == f"FAIL  smoke · greets: {told} · 0/1 fail"
+    record = reports.as_json(made)
+    assert (record["turn"], record["sent"], record["regenerate"]) == (2, "hello", True)
+    assert [(t["sent"], t["regenerate"]) for t in record["repeats"][0]["turns"]] == [
+        ("hello", False),
+        ("hello", True),
+    ]
+    stored = reports.stored_record(made)
+    assert [t["regenerate"] for t in stored["attempts"][0]["turns"]] == [False, True]
+    assert clean_stored(stored).failures == stored["failures"]
+    [testcase] = junit_root(TestRun(reports=[made]), [made.plan]).iter("testcase")
+    failure = testcase.find("failure")
+    assert failure is not None and failure.get("message") == told
+    assert failure.text is not None and failure.text.startswith(
+        "repeat 1, turn 2: regenerate hello"
+    )
+    shown = page(TestRun(reports=[made]), [made.plan], run_id=None, baseline=None)
+    assert shown.count('<span class="again">regenerate</span> hello') == 1
 
 
 def test_junit_error_case_after_a_failed_repeat_has_its_error_element() -> None:

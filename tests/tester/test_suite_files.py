@@ -143,6 +143,46 @@ def test_load_refuses_with_file_line_and_reason(
     assert (refused.line, reason in refused.reason) == (line, True), refused
 
 
+AGAIN = HEAD + 'expect = { icontains = ["hi"] }\n\n[[cases.turns]]\nregenerate = true\n'
+
+
+def test_load_regenerate_turn_asks_the_turn_before_again(tmp_path: Path) -> None:
+    """R24: `regenerate = true` asks the turn before again, its text, with its own expect."""
+    text = AGAIN + 'expect = { not_contains = ["sorry"], within = 5 }\n'
+    text += '\n[[cases.turns]]\nregenerate = true\n\n[[cases.turns]]\nsend = "bye"\n'
+    [case] = load_suite(write(tmp_path, text)).cases
+    hi, again, twice, bye = case.turns
+    assert (hi.send, hi.regenerate, hi.expect.icontains) == ("hi", False, ("hi",))
+    assert (again.send, again.regenerate, again.line) == ("hi", True, 12)
+    assert (again.expect.not_contains, again.expect.icontains) == (("sorry",), ())
+    assert (again.expect.within, twice.expect.within) == (5.0, DEFAULT_WITHIN)
+    assert (twice.send, twice.regenerate, twice.line) == ("hi", True, 16)
+    assert (bye.send, bye.regenerate) == ("bye", False)
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "reason"),
+    [
+        (
+            HEAD.replace('send = "hi"', "regenerate = true"),
+            8,
+            "turn 1 of case 'c' has no turn before it to regenerate",
+        ),
+        (AGAIN + 'send = "hi again"\n', 12, "send) or asks the turn before again"),
+        (AGAIN.replace("regenerate = true", "regenerate = false"), 12, "regenerate must be true"),
+        (AGAIN.replace("regenerate = true", 'regenerate = "yes"'), 12, "regenerate must be true"),
+        (AGAIN.replace("regenerate = true", "regenerated = true"), 12, "unknown key 'regenerated'"),
+        (AGAIN.replace("regenerate = true", "expect = {}"), 11, "a turn needs send"),
+        (AGAIN + "expect = { contain = ['x'] }\n", 13, "unknown key 'contain' in expect"),
+    ],
+)
+def test_load_refuses_a_regenerate_turn_with_file_line_and_reason(
+    tmp_path: Path, text: str, line: int, reason: str
+) -> None:
+    refused = refusal(tmp_path, text)
+    assert (refused.line, reason in refused.reason) == (line, True), refused
+
+
 def test_load_refuses_an_unreadable_file(tmp_path: Path) -> None:
     with pytest.raises(SuiteFileRefused) as caught:
         load_suite(tmp_path / "missing.suite.toml")

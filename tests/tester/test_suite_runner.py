@@ -12,7 +12,7 @@ import pytest
 from tester.suites.client import ListenerError, Outcome
 from tester.suites.expectations import Failure
 from tester.suites.files import Case, Expect, Simulate, Suite, Turn
-from tester.suites.judge import JudgeError, Vote
+from tester.suites.judge import ASSISTANT, USER, JudgeError, Vote
 from tester.suites.runner import (
     ERROR,
     FAIL,
@@ -22,6 +22,8 @@ from tester.suites.runner import (
     Problem,
     Repeat,
     TestRun,
+    TurnRecord,
+    path_transcript,
     plans,
     run_plans,
     selected,
@@ -447,3 +449,25 @@ def test_run_plan_grades_the_conversation_after_its_last_turn(tmp_path: Path) ->
     )
     assert repeat.conversation_votes == (Vote(False, "conversation"),)
     assert [call for call, _ in judge.asked] == ["grade_reply", "grade_conversation"]
+
+
+def test_the_judge_reads_a_regenerated_turn_in_place_of_the_version_before() -> None:
+    """R24's path: the assistant answered the new version as if the one before never happened,
+    and the judge reads the conversation so too."""
+    turns = [
+        TurnRecord(1, "hello", answered("Hi.")),
+        TurnRecord(2, "flip a coin", answered("heads")),
+        TurnRecord(3, "flip a coin", answered("tails"), regenerated=True),
+        TurnRecord(4, "flip a coin", answered("edge"), regenerated=True),
+        TurnRecord(5, "thanks", answered("Welcome.")),
+    ]
+    assert path_transcript(turns) == [
+        (USER, "hello"),
+        (ASSISTANT, "Hi."),
+        (USER, "flip a coin"),
+        (ASSISTANT, "edge"),
+        (USER, "thanks"),
+        (ASSISTANT, "Welcome."),
+    ]
+    assert path_transcript(turns[:3])[-2:] == [(USER, "flip a coin"), (ASSISTANT, "tails")]
+    assert path_transcript([]) == []
