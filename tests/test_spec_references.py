@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.support.mutants import MUTANTS
+from tests.support.mutants import MUTANTS, apply
 
 ROOT = Path(__file__).resolve().parent.parent
 SPEC = ROOT / "docs" / "spec.md"
@@ -150,6 +150,14 @@ def test_a_citation_without_a_target_is_reported() -> None:
 def test_every_mutant_has_its_row_in_the_spec() -> None:
     anchors = targets(spec_text())
     assert [m.id for m in MUTANTS if rule_anchor(m.id) not in anchors] == []
+
+
+def test_every_mutant_still_applies_to_the_line_it_names() -> None:
+    """Each of SPEC §10's mutants finds its line once, so a change that moves or rewrites that
+    line turns this suite red at once, not only `make mutants` (which refuses a stale mutant)."""
+    for mutant in MUTANTS:
+        source = (ROOT / mutant.path).read_text(encoding="utf-8")
+        assert apply(mutant, source) != source, mutant.id
 
 
 def test_every_file_the_spec_names_exists() -> None:

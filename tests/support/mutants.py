@@ -80,8 +80,8 @@ MUTANTS = (
         "broker/actions/threads.py",
         (
             (
-                "        if actor.is_human:\n            request = do_record_event",
-                "        if True:\n            request = do_record_event",
+                "    if actor.is_human:\n        request = do_record_event",
+                "    if True:\n        request = do_record_event",
             ),
         ),
         suspects=("tests/broker/test_scenarios.py",),
