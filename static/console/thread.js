@@ -244,7 +244,14 @@ export async function openThread(id, { around = null } = {}) {
   });
   // Records that the owner opened it (R2); refused harmlessly where writes are off.
   write(`/api/chat/threads/${id}/open`, {}).catch(() => {});
-  if (canSend && !matchMedia("(max-width: 699px)").matches) composer.focus();
+  if (canSend && !matchMedia("(max-width: 699px)").matches && !typingElsewhere()) composer.focus();
+}
+
+// The reader typing in another field while the thread loaded (the search box, say): the
+// focus stays there, or the rest of what is typed would land in the composer.
+function typingElsewhere() {
+  const active = document.activeElement;
+  return active !== $("composer-body") && Boolean(active?.matches("input, textarea, [contenteditable]"));
 }
 
 onReconnect(() => {

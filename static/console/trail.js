@@ -10,13 +10,15 @@
 import { get, query } from "./api.js";
 import { openStream } from "./connection.js";
 import { noteTrailRow } from "./inbox.js";
-import { rendered } from "./markdown.js";
+import { plain, rendered } from "./markdown.js";
 import { $, element, endsOf, listener, nameOf, say, state, timeOf } from "./page.js";
 import { rowList } from "./rows.js";
 
 const PAGE_SIZE = 50;
 const TESTER = "tester";
 const HUMAN = "human";
+// Who types their messages: shown as typed, as the thread shows them.
+const PEOPLE = new Set([HUMAN, TESTER]);
 // The channel a person's message came through (the row's `via`).
 const VIA = { console: "via Console", api: "via API", cli: "via CLI" };
 // Bookkeeping a run writes about its claim (ended, stopped, its lease run out): shown only when
@@ -105,8 +107,10 @@ function renderTrailRow(row) {
   head.append(" · ", timeOf(row.at));
   const thread = threadLabel(row, byTester);
   if (thread) head.append(" · ", thread);
-  // The body as the thread shows a reply: the same sanitised markdown, clamped by CSS.
-  const text = rendered(says);
+  // The body as the thread shows it, clamped by CSS: what a person typed as typed, anything
+  // else (a reply, a consultation, a notice) as the same sanitised markdown.
+  const typed = row.kind === "message" && PEOPLE.has(row.from_role);
+  const text = typed ? plain(says) : rendered(says);
   text.classList.add("trail-text");
   const more = element("button", "link trail-more", "more");
   more.type = "button";

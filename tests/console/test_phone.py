@@ -6,12 +6,13 @@ from __future__ import annotations
 
 from playwright.sync_api import Page, expect
 
-from tests.console.pages import create_project, create_thread, messages, send, unique
+from tests.console.pages import create_project, create_thread, messages, send, trail, unique
 from tests.support.console_pages import PHONE, OpenConsole
 from tests.support.model_servers import FakeModel
 
 TAP_PX = 44
-CONTROLS = "button, a[href], input, textarea, select, [role='tab']"
+# A reply's task list shows disabled checkboxes: read-only marks, not controls to tap.
+CONTROLS = "button, a[href], input:not([type=checkbox]:disabled), textarea, select, [role='tab']"
 
 
 def small_targets(page: Page) -> list[str]:
@@ -68,9 +69,12 @@ def test_phone_list_and_conversation_are_separate_views_with_back(
     expect(messages(page).locator('[data-from="assistant"]')).to_have_count(2)
 
 
-def test_phone_controls_are_tap_targets_of_44_px(open_console: OpenConsole) -> None:
+def test_phone_controls_are_tap_targets_of_44_px(
+    open_console: OpenConsole, model: FakeModel
+) -> None:
     """Every visible control, in every view (sign-in, list, trail, conversation with a rendered
-    reply), measures at least 44 × 44 px."""
+    reply, a task list's read-only checkboxes in both), measures at least 44 × 44 px."""
+    model.content = "the plan:\n\n- [x] freeze\n- [ ] publish"
     page = open_console("human", viewport=PHONE, signed_in=False)
     assert small_targets(page) == []
     page.close()
@@ -83,4 +87,9 @@ def test_phone_controls_are_tap_targets_of_44_px(open_console: OpenConsole) -> N
     create_thread(page, unique("thread"))
     send(page, unique("a turn"))
     expect(messages(page).locator('[data-from="assistant"]')).to_have_count(1)
+    expect(messages(page).locator('[data-from="assistant"] input[type=checkbox]')).to_have_count(2)
+    assert small_targets(page) == []
+    page.get_by_role("button", name="Back to the threads").click()
+    page.get_by_role("tab", name="Trail").click()
+    expect(trail(page).locator("input[type=checkbox]").first).to_be_visible()
     assert small_targets(page) == []

@@ -19,6 +19,7 @@ from tests.console.assistant import MODEL_NAME
 from tests.console.pages import create_project, create_thread, messages, send, trail, unique
 from tests.console.test_accessibility import violations
 from tests.support.console_pages import DESKTOP, PHONE, OpenConsole
+from tests.support.model_servers import FakeModel
 
 SIZES = [pytest.param(DESKTOP, id="desktop"), pytest.param(PHONE, id="phone")]
 # The tests' model server's usage of every reply.
@@ -98,23 +99,29 @@ def turn_of_tester(api: LiveApi, body: str) -> None:
 
 
 @pytest.mark.parametrize("viewport", SIZES)
-def test_trail_bodies_render_markdown_as_the_thread_does(
-    open_console: OpenConsole, tester_api: LiveApi, viewport: dict[str, int]
+def test_trail_bodies_show_as_the_thread_shows_them(
+    open_console: OpenConsole, tester_api: LiveApi, model: FakeModel, viewport: dict[str, int]
 ) -> None:
+    """A reply in the trail is the thread's sanitised markdown; a person's turn stays as typed,
+    as the thread shows it."""
     page = open_console("tester", viewport=viewport)
-    word = unique("bold")
-    turn_of_tester(tester_api, f"a **{word}** word and `code` <b>tag</b>")
+    word, typed = unique("bold"), unique("typed")
+    model.content = f"a **{word}** word and `code` <b>tag</b>"
+    turn_of_tester(tester_api, f"my **{typed}** turn")
     if viewport == PHONE:
         page.get_by_role("tab", name="Trail").click()
-    row = trail(page).locator(".trail-row", has_text=word).first
-    expect(row).to_be_visible()
-    text = row.locator(".trail-text")
+    reply = trail(page).locator(".trail-row", has_text=word).first
+    expect(reply).to_be_visible()
+    text = reply.locator(".trail-text")
     expect(text.locator("strong")).to_have_text(word)
     expect(text.locator("code")).to_have_text("code")
     expect(text).not_to_contain_text("**")
     # Raw HTML stays text, as in the thread (the sanitiser's own rule).
     expect(text.locator("b")).to_have_count(0)
     expect(text).to_contain_text("<b>tag</b>")
+    turn = trail(page).locator(".trail-row", has_text=typed).first.locator(".trail-text")
+    expect(turn).to_have_text(f"my **{typed}** turn")
+    expect(turn.locator("strong")).to_have_count(0)
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from playwright.sync_api import expect
+from playwright.sync_api import Route, expect
 
 from tests.console.api import LiveApi
 from tests.console.pages import assert_not_reloaded, create_project, mark_page, messages, unique
@@ -112,3 +112,34 @@ def test_search_hit_on_a_phone_shows_the_conversation_at_the_message(
     expect(shown).to_have_class(re.compile(r"\bfound\b"))
     expect(shown).to_be_in_viewport()
     assert violations(page) == []
+
+
+def test_typing_in_the_search_box_while_a_thread_loads_keeps_the_focus_there(
+    open_console: OpenConsole, tester_api: LiveApi
+) -> None:
+    """A thread opened from a hit takes the focus to its composer once it has loaded, unless the
+    reader is typing in the search box by then: what is typed stays there, none of it lands in
+    the composer. The thread's load is held until the reader has typed."""
+    word = unique("plover")
+    thread = f"notes on the {word}"
+    tester_api.create_thread(tester_api.create_project(unique("far")), thread)
+    page = open_console("tester")
+    held: list[Route] = []
+
+    def hold(route: Route) -> None:
+        held.append(route)
+
+    page.route("**/api/chat/threads/*/messages*", hold)
+
+    box = page.get_by_label("Search all projects")
+    box.fill(word)
+    with page.expect_request(lambda request: "/messages" in request.url):
+        page.get_by_role("list", name="Threads").get_by_role("button").click()
+    expect(page.get_by_role("heading", name=thread)).to_be_visible()
+    box.fill(unique("nowhere"))
+    for route in held:
+        route.continue_()
+    page.unroute("**/api/chat/threads/*/messages*")
+    expect(page.locator("#search-state")).to_have_text("No thread matches.")
+    expect(box).to_be_focused()
+    expect(page.get_by_label("Message", exact=True)).to_have_value("")
