@@ -11,8 +11,12 @@ from tests.support.console_pages import PHONE, OpenConsole
 from tests.support.model_servers import FakeModel
 
 TAP_PX = 44
-# A reply's task list shows disabled checkboxes: read-only marks, not controls to tap.
-CONTROLS = "button, a[href], input:not([type=checkbox]:disabled), textarea, select, [role='tab']"
+# A reply's task list shows disabled checkboxes: read-only marks, not controls to tap. A link in a
+# reply's text is an inline target, sized by the line it sits in (WCAG 2.2, 2.5.8's exception).
+CONTROLS = (
+    "button, a[href]:not(.markdown a), input:not([type=checkbox]:disabled), textarea, select,"
+    " [role='tab']"
+)
 
 
 def small_targets(page: Page) -> list[str]:
@@ -73,8 +77,11 @@ def test_phone_controls_are_tap_targets_of_44_px(
     open_console: OpenConsole, model: FakeModel
 ) -> None:
     """Every visible control, in every view (sign-in, list, trail, conversation with a rendered
-    reply, a task list's read-only checkboxes in both), measures at least 44 × 44 px."""
-    model.content = "the plan:\n\n- [x] freeze\n- [ ] publish"
+    reply, a task list's read-only checkboxes and a link in the text in both), measures at least
+    44 × 44 px."""
+    model.content = (
+        "the plan, from [the notes](https://notes.example/plan):\n\n- [x] freeze\n- [ ] publish"
+    )
     page = open_console("human", viewport=PHONE, signed_in=False)
     assert small_targets(page) == []
     page.close()
@@ -88,8 +95,10 @@ def test_phone_controls_are_tap_targets_of_44_px(
     send(page, unique("a turn"))
     expect(messages(page).locator('[data-from="assistant"]')).to_have_count(1)
     expect(messages(page).locator('[data-from="assistant"] input[type=checkbox]')).to_have_count(2)
+    expect(messages(page).get_by_role("link", name="the notes")).to_be_visible()
     assert small_targets(page) == []
     page.get_by_role("button", name="Back to the threads").click()
     page.get_by_role("tab", name="Trail").click()
     expect(trail(page).locator("input[type=checkbox]").first).to_be_visible()
+    expect(trail(page).get_by_role("link", name="the notes").first).to_be_visible()
     assert small_targets(page) == []
