@@ -27,6 +27,7 @@ from tests.console.server import (
     LiveServer,
     create_scratch_database,
     drop_scratch_database,
+    fresh_database,
     is_postgres,
     serving,
 )
@@ -109,8 +110,7 @@ def restored_server_serves(database_url: str, workdir: Path, thread: int) -> lis
 def test_backupdb_copies_sqlite_while_the_server_writes_and_the_copy_serves(
     tmp_path: Path,
 ) -> None:
-    source = LiveServer(database_url=f"sqlite:///{tmp_path / 'source.sqlite3'}", workdir=tmp_path)
-    source.prepare()
+    source = LiveServer(database_url=fresh_database("sqlite", tmp_path, "source"), workdir=tmp_path)
     source.start()
     copy = tmp_path / "copy.sqlite3"
     try:

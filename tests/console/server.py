@@ -3,18 +3,24 @@ listeners and the assistant runner) on free ports, over a database of its own, r
 the same ports.
 
 On SQLite the database is a fresh file; on a PostgreSQL run (DATABASE_URL starts with
-`postgres`) it is a scratch database made for the test session and dropped after it.
+`postgres`) it is a scratch database made for the test session and dropped after it. Either is a
+copy of one prepared database (migrated, the demo business loaded) that each test process makes
+once: `migrate` and `setupdemo` cost seconds of CPU a server, and the suite starts dozens.
 """
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import socket
+import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -82,6 +88,20 @@ def create_scratch_database(url: str, name: str) -> str:
     return urlunsplit(urlsplit(url)._replace(path=f"/{name}"))
 
 
+def copy_database(url: str, name: str, template: str) -> str:
+    """A new PostgreSQL database beside the one `url` names, a copy of `template`; its URL."""
+    from psycopg import sql
+
+    drop_scratch_database(url, name)
+    with _admin_connection(url) as connection:
+        connection.execute(
+            sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
+                sql.Identifier(name), sql.Identifier(template)
+            )
+        )
+    return urlunsplit(urlsplit(url)._replace(path=f"/{name}"))
+
+
 def drop_scratch_database(url: str, name: str) -> None:
     from psycopg import sql
 
@@ -134,7 +154,7 @@ class LiveServer:
     def environment(self) -> dict[str, str]:
         env = {name: value for name, value in os.environ.items() if name not in CLEARED}
         env.update(
-            DJANGO_SETTINGS_MODULE="mosaic.settings",
+            DJANGO_SETTINGS_MODULE="tests.support.live_settings",
             DATABASE_URL=self.database_url,
             MOSAIC_HUMAN_HOST="127.0.0.1",
             MOSAIC_HUMAN_PORT=str(self.human_port),
@@ -206,6 +226,41 @@ class LiveServer:
         return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
 
 
+# This process's prepared database: a SQLite file's path, or a PostgreSQL database's name.
+_prepared: dict[str, str] = {}
+
+
+def prepared_database(test_url: str) -> str:
+    """This process's prepared database for `test_url`'s engine, made on first use and removed
+    when the process ends: a SQLite file (its path) or a PostgreSQL database (its name)."""
+    if test_url in _prepared:
+        return _prepared[test_url]
+    workdir = Path(tempfile.mkdtemp(prefix="mosaic-prepared-"))
+    atexit.register(shutil.rmtree, workdir, True)
+    if is_postgres(test_url):
+        name = f"mosaic_prepared_{os.getpid()}"
+        template = LiveServer(create_scratch_database(test_url, name), workdir)
+        atexit.register(drop_scratch_database, test_url, name)
+    else:
+        name = str(workdir / "prepared.sqlite3")
+        template = LiveServer(f"sqlite:///{name}", workdir)
+    template.prepare()
+    _prepared[test_url] = name
+    return name
+
+
+def fresh_database(test_url: str, workdir: Path, scratch: str) -> str:
+    """A copy of the prepared database for a server: the file `scratch`.sqlite3 in `workdir`, or
+    the PostgreSQL database `scratch` (drop it with `drop_scratch_database`); its URL."""
+    prepared = prepared_database(test_url)
+    if is_postgres(test_url):
+        return copy_database(test_url, scratch, prepared)
+    path = workdir / f"{scratch}.sqlite3"
+    with closing(sqlite3.connect(prepared)) as source, closing(sqlite3.connect(path)) as target:
+        source.backup(target)
+    return f"sqlite:///{path}"
+
+
 @contextmanager
 def serving(
     workdir: Path,
@@ -219,10 +274,7 @@ def serving(
     scratch PostgreSQL database `scratch` on a PostgreSQL run, dropped after — migrated, with the
     demo business (reloaded from `business_file`'s text when given), until the block ends."""
     test_url = os.environ.get("DATABASE_URL", "")
-    if is_postgres(test_url):
-        database_url = create_scratch_database(test_url, scratch)
-    else:
-        database_url = f"sqlite:///{workdir / (scratch + '.sqlite3')}"
+    database_url = fresh_database(test_url, workdir, scratch)
     server = LiveServer(
         database_url=database_url,
         workdir=workdir,
@@ -230,7 +282,6 @@ def serving(
         serve_arguments=serve_arguments,
     )
     try:
-        server.prepare()
         if business_file is not None:
             path = workdir / "business.toml"
             path.write_text(business_file)
