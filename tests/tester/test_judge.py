@@ -16,31 +16,47 @@ import pytest
 
 from tester.suites.judge import (
     GRADER,
+    JSON_MODE,
+    REMINDER,
     USER_PLAYER,
     Judge,
     JudgeConfig,
     JudgeError,
     Verdict,
     Vote,
-    parse_vote,
+    read_vote,
 )
+
+VERDICT = '{"pass": true, "reason": "x"}'
 
 
 @pytest.mark.parametrize(
     ("content", "vote"),
     [
-        ('{"pass": true, "reason": "x"}', Vote(True, "x")),
+        (VERDICT, Vote(True, "x")),
         ('{"pass": false, "reason": "too long"}', Vote(False, "too long")),
         ('  \n{"reason": "", "pass": false}\n', Vote(False, "")),
-        ('```json\n{"pass": true, "reason": "x"}\n```', Vote(True, "x")),
+        (f"```json\n{VERDICT}\n```", Vote(True, "x")),
         ('```\n{"pass": false, "reason": "y"}\n```', Vote(False, "y")),
-        ('\n```json\n{"pass": true, "reason": "x"}```\n', Vote(True, "x")),
+        (f"\n```json\n{VERDICT}```\n", Vote(True, "x")),
+        # Prose before, after or both, and a fence after prose.
+        (f"Here: {VERDICT}", Vote(True, "x")),
+        ('Here is my verdict: {"pass": false, "reason": "x"} hope that helps', Vote(False, "x")),
+        (f"Sure.\n```json\n{VERDICT}\n```\nAnything else?", Vote(True, "x")),
+        (f"{VERDICT}\nThe reply names the city.", Vote(True, "x")),
+        # Braces that are no JSON, or JSON that is no verdict, before the verdict.
+        (f'The {{city}} slot is filled: {{"city": "Paris"}}. {VERDICT}', Vote(True, "x")),
+        # A verdict nested in a wrapper, or in a list.
+        (f'{{"verdict": {VERDICT}}}', Vote(True, "x")),
+        (f"[{VERDICT}]", Vote(True, "x")),
+        # The same verdict twice is one verdict, the first reason.
+        (f'{VERDICT} so: {{"pass": true, "reason": "y"}}', Vote(True, "x")),
     ],
 )
-def test_parse_vote_accepts_a_verdict_bare_or_in_a_lone_fenced_block(
+def test_read_vote_finds_the_first_verdict_bare_fenced_or_among_prose(
     content: str, vote: Vote
 ) -> None:
-    assert parse_vote(content) == vote
+    assert read_vote(content) == vote
 
 
 @pytest.mark.parametrize(
@@ -55,14 +71,26 @@ def test_parse_vote_accepts_a_verdict_bare_or_in_a_lone_fenced_block(
         '{"pass": 1, "reason": "x"}',
         '{"pass": true, "reason": null}',
         '{"pass": true, "reason": ["x"]}',
-        '[{"pass": true, "reason": "x"}]',
-        'Here: {"pass": true, "reason": "x"}',
-        '```json\n{"pass": true, "reason": "x"}\n```\n```json\n{"pass": false, "reason": "y"}\n```',
+        '{"pass": true, "reason": "x {\\"pass\\": false}"',
+        # Two verdicts that disagree: the judge has not decided.
+        f'```json\n{VERDICT}\n```\n```json\n{{"pass": false, "reason": "y"}}\n```',
+        '{"pass": false, "reason": "a"} or rather {"pass": true, "reason": "b"}',
+        # Braces by the thousand, and nesting deeper than the decoder goes.
+        "{" * 100_000,
+        '{"a": ' + "[" * 100_000,
     ],
 )
-def test_parse_vote_refuses_anything_but_a_verdict(content: str) -> None:
-    with pytest.raises(JudgeError, match="the judge did not answer"):
-        parse_vote(content)
+def test_read_vote_finds_none_in_anything_but_a_verdict(content: str) -> None:
+    assert read_vote(content) is None
+
+
+def test_vote_as_json_says_whether_it_is_valid() -> None:
+    assert Vote(True, "x").as_json() == {"pass": True, "reason": "x", "valid": True}
+    assert Vote(None, "Looks fine.").as_json() == {
+        "pass": None,
+        "reason": "Looks fine.",
+        "valid": False,
+    }
 
 
 # --- a scripted OpenAI-compatible server ------------------------------------------------------
@@ -133,6 +161,7 @@ def test_judge_asks_at_temperature_zero_with_the_model_and_the_configured_key() 
     assert server.paths == ["/v1/chat/completions"]
     [request] = server.requests
     assert (request["model"], request["temperature"]) == ("grader-7b", 0)
+    assert request["response_format"] == {"type": "json_object"}
     assert [message["role"] for message in request["messages"]] == ["system", "user"]
     assert request["messages"][0]["content"] == GRADER
     prompt = request["messages"][1]["content"]
@@ -195,6 +224,8 @@ def test_judge_user_turn_is_the_models_answer_stripped() -> None:
     assert said == "Please create a task."
     [request] = server.requests
     assert (request["temperature"], request["messages"][0]["content"]) == (0, USER_PLAYER)
+    # A user's turn is words, not JSON.
+    assert "response_format" not in request
 
 
 def free_port() -> int:
@@ -214,7 +245,6 @@ def free_port() -> int:
         ((200, "not json"), "did not answer"),
         ((200, '{"choices": []}'), "answered no message"),
         ((200, '{"choices": [{"message": {"content": null}}]}'), "answered no message"),
-        ((200, completion("It passes.")), "the judge did not answer"),
     ],
 )
 def test_judge_answering_no_verdict_raises_judge_error(answer: tuple[int, str], error: str) -> None:
@@ -235,3 +265,163 @@ def test_judge_writing_an_empty_user_turn_raises_judge_error() -> None:
         judge = Judge(JudgeConfig(server.url, "m"), environ={})
         with pytest.raises(JudgeError, match="empty user turn"):
             judge.user_turn(persona="p", goal="g", transcript=TRANSCRIPT)
+
+
+def judged_by(server: Scripted, votes: int = 1) -> Judge:
+    return Judge(JudgeConfig(server.url, "grader-7b", votes=votes), environ={})
+
+
+def said(text: str) -> tuple[int, str]:
+    return 200, completion(text)
+
+
+def test_judge_reads_a_verdict_after_prose_or_in_a_fence_after_prose() -> None:
+    prose = 'Here is my verdict: {"pass": false, "reason": "no name"} hope that helps'
+    fenced = 'Sure. ```json\n{"pass": true, "reason": "greets Ada"}\n```'
+    with judge_server(said(prose), said(fenced)) as server:
+        judge = judged_by(server)
+        first = judge.grade_reply("Greets by name.", TRANSCRIPT)
+        second = judge.grade_reply("Greets by name.", TRANSCRIPT)
+    assert (first, second) == (
+        Verdict(False, (Vote(False, "no name"),)),
+        Verdict(True, (Vote(True, "greets Ada"),)),
+    )
+    # Each read at once: nothing asked again.
+    assert len(server.requests) == 2
+
+
+def test_judge_asks_an_unreadable_answer_again_once_with_a_reminder() -> None:
+    with judge_server(said("It greets Ada, so it passes."), vote(True, "greets Ada")) as server:
+        verdict = judged_by(server).grade_reply("Greets by name.", TRANSCRIPT)
+    assert verdict == Verdict(True, (Vote(True, "greets Ada"),))
+    first, again = server.requests
+    # Asked again with its answer and a reminder of the form after the question, in JSON mode.
+    assert again["messages"] == [
+        *first["messages"],
+        {"role": "assistant", "content": "It greets Ada, so it passes."},
+        {"role": "user", "content": REMINDER},
+    ]
+    assert again["response_format"] == JSON_MODE
+
+
+def test_judge_unreadable_twice_is_an_invalid_vote_and_no_valid_vote_is_an_error() -> None:
+    with judge_server(said("It passes."), said("  I said: it passes.\n")) as server:
+        judge = judged_by(server)
+        with pytest.raises(JudgeError) as raised:
+            judge.grade_reply("Greets by name.", TRANSCRIPT)
+    # Asked twice, not more; the vote keeps what the judge said the second time.
+    assert len(server.requests) == 2
+    assert raised.value.votes == (Vote(None, "I said: it passes."),)
+    assert str(raised.value) == (
+        f"the judge grader-7b at {judge.url} did not answer "
+        '{"pass": true|false, "reason": "…"}: it said “I said: it passes.”'
+    )
+
+
+def test_judge_with_three_votes_counts_only_the_valid_ones_and_keeps_every_reason() -> None:
+    """One vote of three is unreadable, asked again, and still unreadable: the two valid
+    votes decide, and the invalid one is kept with what the judge said."""
+    answers = [vote(False, "a"), said("Hmm."), said("Still hmm."), vote(False, "c")]
+    with judge_server(*answers) as server:
+        verdict = judged_by(server, votes=3).grade_conversation("Polite.", TRANSCRIPT)
+    assert len(server.requests) == 4
+    assert verdict == Verdict(False, (Vote(False, "a"), Vote(None, "Still hmm."), Vote(False, "c")))
+    assert verdict.reasons == ["a", "c"]
+
+
+@pytest.mark.parametrize(
+    ("answers", "passed"),
+    [
+        ([vote(True, "a"), said("?"), said("?"), vote(True, "c")], True),
+        # A tie of valid votes is no majority for a pass.
+        ([vote(True, "a"), vote(False, "b"), said("?"), said("?")], False),
+        # One valid vote of three decides alone.
+        ([said("?"), said("?"), vote(True, "b"), said("?"), said("?")], True),
+    ],
+)
+def test_judge_majority_of_valid_votes_decides(
+    answers: list[tuple[int, str]], passed: bool
+) -> None:
+    with judge_server(*answers) as server:
+        verdict = judged_by(server, votes=3).grade_conversation("Polite.", TRANSCRIPT)
+    assert verdict.passed is passed
+    assert len(verdict.votes) == 3
+
+
+def test_judge_with_no_valid_vote_of_three_is_an_error_keeping_them_all() -> None:
+    with (
+        judge_server(*[said(f"no {n}") for n in range(6)]) as server,
+        pytest.raises(JudgeError, match="in any of its 3 votes: it said “no 1”") as raised,
+    ):
+        judged_by(server, votes=3).grade_conversation("Polite.", TRANSCRIPT)
+    assert raised.value.votes == (Vote(None, "no 1"), Vote(None, "no 3"), Vote(None, "no 5"))
+
+
+def test_judge_failing_request_between_votes_keeps_the_votes_before_it() -> None:
+    with (
+        judge_server(vote(True, "a"), (503, '{"error": {"message": "busy"}}')) as server,
+        pytest.raises(JudgeError, match=r"answered 503: busy$") as raised,
+    ):
+        judged_by(server, votes=3).grade_conversation("Polite.", TRANSCRIPT)
+    assert raised.value.votes == (Vote(True, "a"),)
+    # A server that fails is not asked the same again: that is no unreadable answer.
+    assert len(server.requests) == 2
+
+
+def refusal(status: int, message: str) -> tuple[int, str]:
+    return status, json.dumps({"error": {"message": message, "type": "invalid_request_error"}})
+
+
+@pytest.mark.parametrize(
+    "refused",
+    [
+        refusal(400, "Invalid parameter: 'response_format' of type 'json_object' is not supported"),
+        refusal(400, "Unsupported parameter: json_object"),
+        (422, '{"detail": [{"loc": ["body", "response_format"], "msg": "extra fields"}]}'),
+    ],
+)
+def test_judge_refused_json_mode_asks_again_without_it_and_remembers(
+    refused: tuple[int, str],
+) -> None:
+    with judge_server(refused, vote(True, "a"), vote(False, "b")) as server:
+        judge = judged_by(server)
+        first = judge.grade_reply("Greets by name.", TRANSCRIPT)
+        later = judge.grade_reply("Greets by name.", TRANSCRIPT)
+    assert (first.passed, later.passed) == (True, False)
+    refused_request, fallback, later_request = server.requests
+    assert refused_request["response_format"] == JSON_MODE
+    # The same question without JSON mode, at once; and every later one goes without it.
+    assert fallback == {k: v for k, v in refused_request.items() if k != "response_format"}
+    assert "response_format" not in later_request
+    assert judge.takes_json_mode is False
+
+
+@pytest.mark.parametrize(
+    ("answer", "error"),
+    [
+        # Not about the parameter: a key, a rate, a server that failed, another mistake.
+        (refusal(401, "response_format needs a paid key"), "answered 401"),
+        (refusal(429, "too many requests; response_format"), "answered 429"),
+        (refusal(500, "response_format crashed the server"), "answered 500"),
+        (refusal(400, "the prompt is too long"), "answered 400: the prompt is too long$"),
+    ],
+)
+def test_judge_error_that_does_not_refuse_json_mode_is_no_reason_to_fall_back(
+    answer: tuple[int, str], error: str
+) -> None:
+    with judge_server(answer) as server:
+        judge = judged_by(server)
+        with pytest.raises(JudgeError, match=error):
+            judge.grade_reply("r", TRANSCRIPT)
+    assert len(server.requests) == 1
+    assert judge.takes_json_mode is True
+
+
+def test_judge_refusing_json_mode_and_then_the_question_too_says_the_second_refusal() -> None:
+    answers = [refusal(400, "response_format unsupported"), refusal(400, "model not loaded")]
+    with (
+        judge_server(*answers) as server,
+        pytest.raises(JudgeError, match=r"answered 400: model not loaded$"),
+    ):
+        judged_by(server).grade_reply("r", TRANSCRIPT)
+    assert len(server.requests) == 2

@@ -47,7 +47,7 @@ def test_run_with_litellm_as_the_judge_keeps_its_reason(
     case, _summary = ran.json_lines()
     assert case["verdict"] == "pass"
     verdict = json.loads(JUDGE_VERDICT)
-    assert case["repeats"][0]["turns"][0]["judge"] == [verdict]
+    assert case["repeats"][0]["turns"][0]["judge"] == [verdict | {"valid": True}]
 
 
 def test_run_with_a_wrong_key_for_the_judge_is_an_error(
@@ -61,5 +61,5 @@ def test_run_with_a_wrong_key_for_the_judge_is_an_error(
     case, _summary = ran.json_lines()
     assert (case["verdict"], case["error"]) == ("error", "judge")
     assert case["detail"].startswith(
-        f"the judge at {litellm.proxy.url}/chat/completions answered 4"
+        f"the judge judge at {litellm.proxy.url}/chat/completions answered 4"
     )

@@ -325,7 +325,7 @@ def test_as_json_tells_the_first_miss_and_every_repeat() -> None:
         "finish_reason": "stop",
         "passed": False,
         "regenerate": False,
-        "judge": [{"pass": False, "reason": "rude to the user"}],
+        "judge": [{"pass": False, "reason": "rude to the user", "valid": True}],
         "steps": [],
         "sent": "hello",
         "reply": "Bye.",
