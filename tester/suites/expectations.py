@@ -1,7 +1,8 @@
 """What a turn's reply must hold (`expect` of a suite file), checked in the file's order.
 
 The judge is asked last, and only when everything else held: it is the slow, costly check. A
-judge that cannot be asked, or answers something that is not a verdict, raises `JudgeError`.
+judge that cannot be asked, or gives no valid vote, raises `JudgeError`; about a turn, its
+message ends with the reply it was asked about, as a failed judgement's does.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from dataclasses import dataclass, field
 
 from .client import Outcome, Reply, describe_no_reply
 from .files import ConversationExpect, Expect
-from .judge import Judge, Transcript, Verdict, Vote
+from .judge import Judge, JudgeError, Transcript, Verdict, Vote, quoted
 from .matchers import Failure, json_failure, text_failure
 from .trajectories import steps_failure
 
@@ -49,7 +50,12 @@ def check_turn(
         return Checked(failure)
     if judge is None:
         raise ValueError("an expectation with a judge needs a judge")
-    verdict = judge.grade_reply(expect.judge, transcript)
+    try:
+        verdict = judge.grade_reply(expect.judge, transcript)
+    except JudgeError as error:
+        raise JudgeError(
+            f"{error} — the reply: {quoted(outcome.reply.body)}", error.votes
+        ) from None
     return judged(verdict, f"it ({expect.judge})", after=f" — the reply: {outcome.reply.body}")
 
 

@@ -2,10 +2,10 @@
 
 Every case on every instance, its verdict, `k/N` and change, and under it each repeat's
 transcript with each turn's steps (the tool calls made answering it), its timings, tokens, model
-and the judge's reasons. The page carries its own
-style and no script, image or font: opening it fetches nothing. Each text is escaped; a reply is
-shown as the text it is, never rendered. Threads link to the tester Console, which is only
-followed when clicked.
+and the judge's votes (`pass`, `fail` or `invalid`, each with its reason); a turn the judge
+could not grade is there with its reply. The page carries its own style and no script, image or
+font: opening it fetches nothing. Each text is escaped; a reply is shown as the text it is,
+never rendered. Threads link to the tester Console, which is only followed when clicked.
 """
 
 from __future__ import annotations
@@ -179,9 +179,8 @@ def _repeat(repeat: Repeat, console_url: str | None, *, open_it: bool) -> str:
             f"got {escape(repeat.failure.actual)}</p>"
         )
     for vote in repeat.conversation_votes:
-        verdict = "pass" if vote.passed else "fail"
         parts.append(
-            f'<p class="facts">judge of the conversation: {verdict} — {escape(vote.reason)}</p>'
+            f'<p class="facts">judge of the conversation: {vote.label} — {escape(vote.reason)}</p>'
         )
     parts.append("</details>")
     return "\n".join(parts)
@@ -222,8 +221,7 @@ def _turn(turn: TurnRecord) -> str:
             f"{turn.outcome.seconds:.1f} s</div>"
         )
     for vote in turn.votes:
-        verdict = "pass" if vote.passed else "fail"
-        parts.append(f'<div class="facts">judge: {verdict} — {escape(vote.reason)}</div>')
+        parts.append(f'<div class="facts">judge: {vote.label} — {escape(vote.reason)}</div>')
     if turn.failure is not None:
         parts.append(
             f'<p class="miss">expected {escape(turn.failure.expected)}; '

@@ -86,9 +86,9 @@ def tally(report: CaseReport, *, compared: bool) -> str:
 
 def place(report: CaseReport, repeat: Repeat) -> str:
     """Where a repeat went wrong: `repeat R, turn N “sent”` (the repeat only when there are
-    several)."""
+    several); a problem at no turn in particular names the repeat only."""
     where = f"repeat {repeat.number}, " if report.repeat_count > 1 else ""
-    if repeat.problem is not None or repeat.failed_turn is None:
+    if repeat.failed_turn is None:
         return f"{where}the conversation" if repeat.problem is None else where.rstrip(", ")
     turn = repeat.turns[repeat.failed_turn - 1]
     return f"{where}turn {repeat.failed_turn} {asked(turn, 60)}"

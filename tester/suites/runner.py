@@ -4,7 +4,10 @@ A repeat is one independent execution of the case: a thread of its own, its turn
 each checked as it comes. A case's verdict is over its repeats (`verdict`): `pass` when every repeat
 passed, `flaky` when some failed but at least `pass_rate` of them passed, `fail` below that, and
 `error` when a repeat could not be judged (a listener's refusal, a judge that could not be
-asked). Repeats and cases run side by side, `jobs` at a time.
+asked or gave no valid vote). Repeats and cases run side by side, `jobs` at a time.
+
+A repeat keeps every turn it played, however it ended: a turn the judge could not grade is
+kept with its reply and the votes the judge gave, and named as the repeat's `failed_turn`.
 
 A refusal from the listener (`tester-off`, an unknown instance, an unreachable listener) is no
 verdict on the assistant: it ends the test run, and what was not started is left unrun.
@@ -77,7 +80,8 @@ class Repeat:
     thread: int | None = None
     instance: str = ""
     turns: list[TurnRecord] = field(default_factory=list)
-    # The first expectation missed, and its turn (None: the conversation's own expectations).
+    # The first expectation missed, and its turn (None: the conversation's own expectations);
+    # the turn the judge could not grade, when that is the repeat's problem.
     failure: Failure | None = None
     failed_turn: int | None = None
     problem: Problem | None = None
@@ -233,19 +237,21 @@ def plans(
 
 
 class Judges:
-    """One judge per configuration, shared by every case asking it."""
+    """One judge per configuration, shared by every case asking it (so what a judge learnt of
+    its server, that it refuses JSON mode, holds for all of them)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._judges: dict[JudgeConfig, Judge] = {}
 
     def of(self, suite: Suite) -> Judge | None:
-        if suite.judge is None:
-            return None
+        return None if suite.judge is None else self.configured(suite.judge)
+
+    def configured(self, config: JudgeConfig) -> Judge:
         with self._lock:
-            if suite.judge not in self._judges:
-                self._judges[suite.judge] = Judge(suite.judge)
-            return self._judges[suite.judge]
+            if config not in self._judges:
+                self._judges[config] = Judge(config)
+            return self._judges[config]
 
 
 def run_repeat(
@@ -279,7 +285,13 @@ def _play(thread: Any, case: Case, repeat: Repeat, judge: Judge | None) -> None:
             outcome = thread.ask(turn.send, within=turn.expect.within)
         record = TurnRecord(number, turn.send, outcome, regenerated=turn.regenerate)
         transcript = path_transcript([*repeat.turns, record])
-        checked = check_turn(turn.expect, outcome, transcript=transcript, judge=judge)
+        try:
+            checked = check_turn(turn.expect, outcome, transcript=transcript, judge=judge)
+        except JudgeError as error:
+            # The judged turn stays in every report, its reply beside the judge's failure.
+            repeat.turns.append(replace(record, votes=error.votes))
+            repeat.failed_turn = number
+            raise
         if not _took(repeat, record, checked):
             return
     _check_conversation(case, repeat, judge)
@@ -299,16 +311,20 @@ def _simulate(thread: Any, case: Case, repeat: Repeat, judge: Judge | None) -> N
         checked = check_turn(Expect(within=simulate.within), outcome)
         if not _took(repeat, TurnRecord(number, said, outcome), checked):
             return
-        verdict = judge.goal_met(
-            persona=simulate.persona, goal=simulate.goal, transcript=repeat.transcript
-        )
+        try:
+            verdict = judge.goal_met(
+                persona=simulate.persona, goal=simulate.goal, transcript=repeat.transcript
+            )
+        except JudgeError as error:
+            repeat.conversation_votes = error.votes
+            raise
         repeat.conversation_votes = verdict.votes
         if verdict.passed:
             _check_conversation(case, repeat, judge, goal_votes=verdict.votes)
             return
     repeat.failure = Failure(
         f"the goal met within {simulate.max_turns} turns ({simulate.goal})",
-        f"not met: {'; '.join(vote.reason for vote in repeat.conversation_votes)}",
+        f"not met: {'; '.join(v.reason for v in repeat.conversation_votes if v.valid)}",
     )
 
 
@@ -326,12 +342,16 @@ def _check_conversation(
     case: Case, repeat: Repeat, judge: Judge | None, goal_votes: tuple[Vote, ...] = ()
 ) -> None:
     transcript: Transcript = repeat.transcript
-    checked = check_conversation(
-        case.expect_conversation,
-        transcript=transcript,
-        seconds=[turn.outcome.seconds for turn in repeat.turns],
-        judge=judge,
-    )
+    try:
+        checked = check_conversation(
+            case.expect_conversation,
+            transcript=transcript,
+            seconds=[turn.outcome.seconds for turn in repeat.turns],
+            judge=judge,
+        )
+    except JudgeError as error:
+        repeat.conversation_votes = goal_votes + error.votes
+        raise
     repeat.conversation_votes = goal_votes + checked.votes
     repeat.failure = checked.failure
 

@@ -78,6 +78,26 @@ def errored(number: int) -> Repeat:
     return Repeat(number, problem=REFUSED)
 
 
+# What the runner keeps of a turn the judge could not grade: the turn, its reply, the votes.
+UNJUDGED = Problem(
+    "judge",
+    'the judge m at http://judge/v1/chat/completions did not answer {"pass": true|false, '
+    '"reason": "…"}: it said “Looks fine.” — the reply: “Paris.”',
+)
+
+
+def unjudged(number: int, thread: int) -> Repeat:
+    return Repeat(
+        number,
+        thread,
+        "alpha",
+        [turn("Paris.", sent="capital?", votes=(Vote(None, "Looks fine."),))],
+        failed_turn=1,
+        problem=UNJUDGED,
+        seconds=1.5,
+    )
+
+
 def report(
     repeats: list[Repeat],
     verdict: str,
@@ -145,6 +165,12 @@ MISS_TOLD = "turn 1 “hello”: expected the reply contains 'Ada'; got “Bye.�
             report([passed(1, 10), errored(2)], ERROR),
             {},
             "ERROR smoke · greets: repeat 2: tester-off: The tester is off. · 1/2 error",
+        ),
+        # A judge that could not grade a turn: the turn, the judge's answer and the reply.
+        (
+            report([passed(1, 10), unjudged(2, 11)], ERROR),
+            {},
+            f"ERROR smoke · greets: repeat 2, turn 1 “capital?”: {UNJUDGED} · 1/2 error",
         ),
     ],
 )
@@ -438,6 +464,38 @@ def test_stored_record_of_an_error_says_what_came_instead_of_a_verdict() -> None
         }
     ]
     assert (stored["attempts"][1]["error"], stored["threads"]) == ("tester-off", [10])
+
+
+def test_every_report_of_a_judge_error_keeps_the_turn_and_its_reply(tmp_path: Path) -> None:
+    """The judged turn is in the --json record with its reply and the judge's invalid vote,
+    in the stored record (its ids, the vote, the failure naming the turn), in JUnit's error
+    and on the HTML page."""
+    made = report([unjudged(1, 10)], ERROR)
+    record = reports.as_json(made)
+    assert (record["turn"], record["sent"], record["error"]) == (1, "capital?", "judge")
+    assert record["detail"] == UNJUDGED.detail
+    [told] = record["repeats"][0]["turns"]
+    assert (told["sent"], told["reply"], told["reply_id"]) == ("capital?", "Paris.", 21)
+    assert told["judge"] == [{"pass": None, "reason": "Looks fine.", "valid": False}]
+    stored = reports.stored_record(made)
+    assert stored["failures"] == [
+        {
+            "repeat": 1,
+            "turn": 1,
+            "sent": "capital?",
+            "expected": "a verdict",
+            "actual": str(UNJUDGED),
+        }
+    ]
+    [kept] = stored["attempts"][0]["turns"]
+    assert (kept["reply_id"], kept["judge"]) == (21, told["judge"])
+    clean_stored(stored)
+    testcase = next(junit_root(TestRun(reports=[made]), [made.plan]).iter("testcase"))
+    error = testcase.find("error")
+    assert error is not None and "the reply: “Paris.”" in (error.text or "")
+    text = page(TestRun(reports=[made]), [made.plan], run_id=None, baseline=None)
+    assert '<div class="said assistant">Paris.</div>' in text
+    assert "judge: invalid — Looks fine." in text
 
 
 @pytest.mark.parametrize(

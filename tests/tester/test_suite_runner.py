@@ -412,17 +412,42 @@ GRADED = (
 )
 
 
-def test_run_plan_judge_error_makes_the_case_an_error(tmp_path: Path) -> None:
-    judge = StandInJudge(grades=[True, JudgeError("the judge at x did not answer (refused)")])
+def test_run_plan_judge_error_makes_the_case_an_error_keeping_the_judged_turn(
+    tmp_path: Path,
+) -> None:
+    """The repeat the judge could not grade keeps its turn, the reply and the votes the judge
+    gave; the problem names the reply beside the judge's answer."""
+    unreadable = JudgeError("the judge at x gave no verdict", (Vote(None, "Looks fine."),))
+    judge = StandInJudge(grades=[True, unreadable])
     report = run_one(
         StandIn(lambda thread, body: answered("Hello, Ada.")), write_suite(tmp_path, GRADED), judge
     )
     assert report.verdict == ERROR
     assert [(r.passed, r.problem) for r in report.repeats] == [
         (True, None),
-        (False, Problem("judge", "the judge at x did not answer (refused)")),
+        (False, Problem("judge", "the judge at x gave no verdict — the reply: “Hello, Ada.”")),
     ]
     assert report.repeats[0].turns[0].votes == (Vote(True, "reply good"),)
+    errored = report.repeats[1]
+    [kept] = errored.turns
+    assert (errored.failed_turn, kept.sent, kept.failure) == (1, "hello", None)
+    assert kept.outcome.reply is not None and kept.outcome.reply.body == "Hello, Ada."
+    assert kept.votes == (Vote(None, "Looks fine."),)
+
+
+def test_run_plan_judge_error_over_the_conversation_keeps_its_votes(tmp_path: Path) -> None:
+    text = GRADED.replace("repeat = 2", "repeat = 1") + (
+        '\n[cases.expect_conversation]\njudge = "Polite."\n'
+    )
+    votes = (Vote(None, "Hmm."), Vote(None, "Hmm?"), Vote(None, "Hmm!"))
+    judge = StandInJudge(grades=[True, JudgeError("the judge at x gave no verdict", votes)])
+    report = run_one(
+        StandIn(lambda thread, body: answered("Hello, Ada.")), write_suite(tmp_path, text), judge
+    )
+    [repeat] = report.repeats
+    assert (report.verdict, repeat.failed_turn, len(repeat.turns)) == (ERROR, None, 1)
+    assert repeat.problem == Problem("judge", "the judge at x gave no verdict")
+    assert repeat.conversation_votes == votes
 
 
 def test_run_plan_does_not_ask_the_judge_about_a_reply_already_failed(tmp_path: Path) -> None:
