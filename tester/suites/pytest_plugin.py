@@ -31,7 +31,7 @@ from .files import (
     judge_from_environment,
     load_suite,
 )
-from .judge import Judge, turn_transcript
+from .judge import JudgeError, turn_transcript
 from .reports import miss_lines, tally
 from .runner import ERROR, FAIL, Judges, Plan, plans, run_plan
 
@@ -129,6 +129,11 @@ class CheckFailed(AssertionError):
     """A reply that misses an expectation of `reply.check`."""
 
 
+class JudgeFailed(AssertionError):
+    """A judge that could not grade a reply of `reply.check`: one line naming the judge (its
+    model and URL) and what it answered."""
+
+
 @dataclasses.dataclass(frozen=True)
 class CheckedReply(Reply):
     """A reply of `mosaic_tester`: its `body`, `seconds`, `first_token_seconds`, `usage`,
@@ -136,10 +141,14 @@ class CheckedReply(Reply):
     `expect` keys (`tools`, `tools_order`, `no_tools` and `max_steps` among them)."""
 
     transcript: tuple[tuple[str, str], ...] = ()
+    # The session's judges: one per configuration, as in a test run.
+    judges: Judges = dataclasses.field(default_factory=Judges, compare=False, repr=False)
 
     def check(self, **expect: Any) -> CheckedReply:
         """Fail the test, saying what was expected and what came, unless the reply meets
-        every expectation (judge included: `MOSAIC_JUDGE_*` names the judge)."""
+        every expectation (judge included: `MOSAIC_JUDGE_*` names the judge). A judge that
+        cannot grade it fails the test on one line, this frame and the judge's hidden."""
+        __tracebackhide__ = True
         try:
             wanted = expect_of(expect)
         except SuiteFileRefused as refusal:
@@ -149,9 +158,12 @@ class CheckedReply(Reply):
             config = judge_from_environment()
             if config is None:
                 raise TypeError(f"reply.check: {NO_JUDGE}")
-            judge = Judge(config)
+            judge = self.judges.configured(config)
         outcome = Outcome({}, self, "answered", None, self.seconds)
-        checked = check_turn(wanted, outcome, transcript=self.transcript, judge=judge)
+        try:
+            checked = check_turn(wanted, outcome, transcript=self.transcript, judge=judge)
+        except JudgeError as error:
+            raise JudgeFailed(str(error)) from None
         if checked.failure is not None:
             raise CheckFailed(
                 f"expected {checked.failure.expected}\nactual: {checked.failure.actual}"
@@ -162,8 +174,9 @@ class CheckedReply(Reply):
 class TesterThread:
     """A tester thread of `mosaic_tester`: `send` returns the reply, or fails the test."""
 
-    def __init__(self, thread: ConversationThread) -> None:
+    def __init__(self, thread: ConversationThread, judges: Judges) -> None:
         self.thread = thread
+        self.judges = judges
         self.id = thread.id
         self.name = thread.name
         self.transcript: list[tuple[str, str]] = []
@@ -172,7 +185,7 @@ class TesterThread:
         reply = self.thread.send(body, within=within)
         self.transcript += turn_transcript(body, steps=reply.steps, reply=reply.body)
         fields = {field.name: getattr(reply, field.name) for field in dataclasses.fields(reply)}
-        return CheckedReply(**fields, transcript=tuple(self.transcript))
+        return CheckedReply(**fields, transcript=tuple(self.transcript), judges=self.judges)
 
     def close(self) -> None:
         self.thread.close()
@@ -191,7 +204,7 @@ class MosaicTester:
         thread = listener.client.new_thread(
             project=listener.project_id(listener.default_project()), name=name, instance=instance
         )
-        self.threads.append(TesterThread(thread))
+        self.threads.append(TesterThread(thread, listener.judges))
         return self.threads[-1]
 
     def close(self) -> None:

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.console.server import ROOT
+from tests.support.model_servers import FakeModel, serve_fake_model
 from tests.support.served import Served, human_left_alone
 from tests.support.suite_runs import FAILING, GREETS, write_suite
 
@@ -121,3 +122,54 @@ def test_mosaic_tester_fixture_talks_in_a_tester_thread(
     assert any(name.startswith("fixture greets · ") for name in names)
     projects = live.tester.get("/api/chat/projects?limit=500")["projects"]
     assert "fixtures" in [project["name"] for project in projects]
+
+
+JUDGED = """
+name = "judged"
+project = "qa"
+
+[[cases]]
+name = "greets politely"
+
+[[cases.turns]]
+send = "hello"
+expect = { judge = "Greets the user politely" }
+"""
+
+
+def test_plugin_judge_error_is_one_line_naming_the_judge_and_its_answer(
+    live: Served, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A judge that answers no verdict, even asked again, fails `reply.check` and a suite
+    file's case each on one line: the judge's model and URL, what it said, the reply; no
+    traceback through the client's code."""
+    pytester.makepyfile(
+        """
+        def test_judged(mosaic_tester):
+            reply = mosaic_tester.thread("fixture judged").send("hello", within=30)
+            reply.check(judge="Greets the user politely")
+        """
+    )
+    write_suite(pytester.path, JUDGED, "judged.suite.toml")
+    with serve_fake_model(FakeModel(content="Looks fine to me.")) as judge:
+        monkeypatch.setenv("MOSAIC_JUDGE_BASE_URL", judge.url)
+        monkeypatch.setenv("MOSAIC_JUDGE_MODEL", "prose-judge")
+        result = run(pytester, live)
+    result.assert_outcomes(failed=2)
+    named = f"the judge prose-judge at {judge.url}/chat/completions did not answer"
+    said = "it said “Looks fine to me.” — the reply: “Hello! I am assistant.*”"
+    result.stdout.fnmatch_lines(
+        [
+            "*_ judged · greets politely _*",
+            "0/1 error",
+            f"turn 1 “hello”: judge: {named} *: {said}",
+            "*_ test_judged _*",
+            f"E   *JudgeFailed: {named} *: {said}",
+        ]
+    )
+    told = result.stdout.str()
+    assert not [
+        name for name in ("judge.py", "expectations.py", "pytest_plugin.py") if name in told
+    ]
+    # Asked twice for each check: the answer, then once again.
+    assert len(judge.requests) == 4
