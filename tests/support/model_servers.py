@@ -76,6 +76,9 @@ class FakeModel:
     models_status: int = 200
     # The answer's text computed from each request (a scripted model); None: `content`.
     script: Callable[[dict[str, Any]], str] | None = None
+    # An error answer computed from each request, (status, message) in OpenAI's shape; None
+    # (or a None answer): the request is answered as the fields above say.
+    refuse: Callable[[dict[str, Any]], tuple[int, str] | None] | None = None
     # The tool calls that answer a request instead of text (a model that acts, SPEC §7.2),
     # computed from it: each {"id", "name", "arguments"}; None or empty: a text answer. Streamed
     # as OpenAI streams them: the id and name first, then the arguments in fragments.
@@ -235,8 +238,11 @@ def fake_handler(model: FakeModel) -> type[BaseHTTPRequestHandler]:
             try:
                 # Asked first: a scripted model may decide to fail this very request.
                 calls = model.calls_for(body)
-                if model.status != 200:
-                    self.answer_error()
+                refused = model.refuse(body) if model.refuse is not None else None
+                if refused is not None:
+                    self.answer_error(*refused)
+                elif model.status != 200:
+                    self.answer_error(model.status, model.error_message)
                 elif model.raw_body is not None:
                     self.answer(200, model.raw_body.encode(), "application/json")
                 elif calls and body.get("stream") and model.streams:
@@ -268,13 +274,13 @@ def fake_handler(model: FakeModel) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(data)
 
-        def answer_error(self) -> None:
+        def answer_error(self, status: int, message: str) -> None:
             if model.error_body is not None:
                 data = model.error_body.encode()
             else:
-                error = {"message": model.error_message, "type": "server_error", "code": None}
+                error = {"message": message, "type": "server_error", "code": None}
                 data = json.dumps({"error": error}).encode()
-            self.answer(model.status, data, "application/json")
+            self.answer(status, data, "application/json")
 
         def answer_stream(self, events: list[str]) -> None:
             self.send_response(200)

@@ -4,7 +4,9 @@ the judge and the simulated user, and `testassistant` run against the tester lis
 
 What the script answers is the test's design (`script`): a reply that alternates between two
 answers, JSON in a fenced block, a different capital per instance, a judge that grades by a
-word, a judge that answers garbage, a simulated user who asks for a refund.
+word, one that writes its verdict among prose or fenced after it, one that splits its votes
+with an unreadable one, one that answers garbage, a judge server that refuses JSON mode, and a
+simulated user who asks for a refund.
 """
 
 from __future__ import annotations
@@ -55,6 +57,12 @@ model = "chat-b"
 """
 
 
+# The judge's models: `judge` takes JSON mode, `plain-judge` is served by a server that
+# refuses it.
+JUDGE = "judge"
+PLAIN_JUDGE = "plain-judge"
+
+
 class Script:
     """The scripted model: the assistant's two instances, the judge and the simulated user."""
 
@@ -63,14 +71,23 @@ class Script:
         self.coin = itertools.count()
         # What `chat-a` says the capital of France is (a test may make it wrong).
         self.capital = "Paris."
+        # The split judge's votes, first asks only.
+        self.split = itertools.count()
 
     def __call__(self, body: dict[str, Any]) -> str:
         messages = body["messages"]
         system = messages[0]["content"] if messages[0]["role"] == "system" else ""
-        last = messages[-1]["content"]
-        if body["model"] == "judge":
-            return self.judge(system, last)
-        return self.assistant(body["model"], last)
+        if body["model"] in (JUDGE, PLAIN_JUDGE):
+            # The question is the first user message; a longer conversation asks it again.
+            return self.judge(system, messages[1]["content"], again=len(messages) > 2)
+        return self.assistant(body["model"], messages[-1]["content"])
+
+    @staticmethod
+    def refusal(body: dict[str, Any]) -> tuple[int, str] | None:
+        """The plain judge's server refuses JSON mode, as some servers do."""
+        if body["model"] == PLAIN_JUDGE and "response_format" in body:
+            return 400, "response_format json_object is not supported by this model"
+        return None
 
     def assistant(self, model: str, said: str) -> str:
         if "flip a coin" in said:
@@ -84,7 +101,7 @@ class Script:
             return "Your refund for order 42 is approved."
         return "How can I help?"
 
-    def judge(self, system: str, prompt: str) -> str:
+    def judge(self, system: str, prompt: str, *, again: bool) -> str:
         if system == USER_PLAYER:
             asked = "Conversation so far:\n(nothing yet" not in prompt
             if "never satisfied" in prompt:
@@ -96,8 +113,19 @@ class Script:
         if "has met the user's goal" in prompt:
             met = "refund for order 42 is approved" in prompt
             return json.dumps({"pass": met, "reason": "approved" if met else "no refund yet"})
+        if "split judge" in prompt:
+            if again:
+                return "Still cannot say."
+            with self.lock:
+                if next(self.split) % 3 == 1:
+                    return "I cannot say."
         named = "Paris" in prompt.rsplit("ASSISTANT:", 1)[-1]
-        return json.dumps({"pass": named, "reason": "names Paris" if named else "no Paris"})
+        verdict = json.dumps({"pass": named, "reason": "names Paris" if named else "no Paris"})
+        if "chatty judge" in prompt:
+            return f"Here is my verdict: {verdict} hope that helps"
+        if "fenced judge" in prompt:
+            return f"Sure.\n```json\n{verdict}\n```"
+        return verdict
 
 
 @pytest.fixture(scope="module")
@@ -107,7 +135,7 @@ def script() -> Script:
 
 @pytest.fixture(scope="module")
 def model(script: Script) -> Iterator[FakeModel]:
-    with serve_fake_model(FakeModel(script=script)) as fake:
+    with serve_fake_model(FakeModel(script=script, refuse=script.refusal)) as fake:
         yield fake
 
 
@@ -128,7 +156,7 @@ def live(
 ) -> Iterator[Served]:
     """The server, the judge named by the variables, and the human's work unchanged."""
     monkeypatch.setenv("MOSAIC_JUDGE_BASE_URL", model.url)
-    monkeypatch.setenv("MOSAIC_JUDGE_MODEL", "judge")
+    monkeypatch.setenv("MOSAIC_JUDGE_MODEL", JUDGE)
     with human_left_alone(judged_server):
         yield judged_server
 
@@ -286,7 +314,7 @@ def test_run_each_expectation_passes_and_fails_as_the_reply_says(
     }
     judged = next(case for case in found if case["case"] == "judge")
     turn = judged["repeats"][0]["turns"][0]
-    assert turn["judge"] == [{"pass": True, "reason": "names Paris"}]
+    assert turn["judge"] == [{"pass": True, "reason": "names Paris", "valid": True}]
     assert turn["usage"] == {"prompt_tokens": 11, "completion_tokens": 2}
     assert (turn["model"], turn["finish_reason"]) == ("chat-a", "stop")
     assert 0 <= turn["first_token_seconds"] <= turn["seconds"]
@@ -294,7 +322,11 @@ def test_run_each_expectation_passes_and_fails_as_the_reply_says(
     assert (missed["expected"], missed["actual"]) == ("model 'gpt-9'", "model 'chat-a'")
 
 
-def test_run_judge_answering_garbage_is_an_error_never_a_pass(live: Served, tmp_path: Path) -> None:
+def test_run_judge_answering_garbage_is_an_error_that_keeps_the_judged_reply(
+    live: Served, tmp_path: Path, model: FakeModel
+) -> None:
+    """The judge answers prose, and prose again when reminded: the case is `error`, and every
+    report still holds the judged turn, its reply and what the judge said."""
     cases = """
 [[cases]]
 name = "riddles"
@@ -303,12 +335,121 @@ name = "riddles"
 send = "capital of France?"
 expect = { judge = "answer in riddles" }
 """
-    ran = run_testassistant(write_suite(tmp_path, suite(cases)), "--url", live.url, "--json")
+    junit, html = tmp_path / "junit.xml", tmp_path / "report.html"
+    path = write_suite(tmp_path, suite(cases))
+    ran = run_testassistant(path, "--url", live.url, "--json", "--junit", junit, "--html", html)
     assert ran.status == 1, ran.out + ran.error
     (case,), summary = records(ran)
-    assert (case["verdict"], case["error"]) == ("error", "judge")
-    assert "I think it passes, mostly." in case["detail"]
+    assert (case["verdict"], case["error"], case["turn"]) == ("error", "judge", 1)
+    assert case["sent"] == "capital of France?"
+    assert case["detail"] == (
+        f"the judge judge at {model.url}/chat/completions did not answer "
+        '{"pass": true|false, "reason": "…"}: it said “I think it passes, mostly.” '
+        "— the reply: “Paris.”"
+    )
     assert summary["error"] == 1
+    [turn] = case["repeats"][0]["turns"]
+    assert (turn["sent"], turn["reply"]) == ("capital of France?", "Paris.")
+    assert turn["judge"] == [{"pass": None, "reason": "I think it passes, mostly.", "valid": False}]
+    page = html.read_text(encoding="utf-8")
+    assert '<div class="said assistant">Paris.</div>' in page
+    assert "judge: invalid — I think it passes, mostly." in page
+    assert "— the reply: “Paris.”" in junit.read_text(encoding="utf-8")
+    # The stored history keeps the turn (its ids and the judge's vote) and names it.
+    [stored] = live.tester.get(f"/api/suite-runs/{summary['run']}")["cases"]
+    [kept] = stored["repeats"][0]["turns"]
+    assert (kept["id"], kept["reply_id"], kept["judge"]) == (
+        turn["id"],
+        turn["reply_id"],
+        turn["judge"],
+    )
+    assert (stored["failures"][0]["turn"], stored["failures"][0]["sent"]) == (
+        1,
+        "capital of France?",
+    )
+
+
+JUDGED_CAPITAL = """
+[[cases]]
+name = "{name}"
+
+[[cases.turns]]
+send = "capital of France?"
+expect = {{ judge = "names the capital{how}" }}
+"""
+
+
+def graded(model: FakeModel, marker: str) -> list[dict[str, Any]]:
+    """The grading requests the judge got about a rubric holding `marker`."""
+    return [
+        request
+        for request in model.requests
+        if request["model"] in (JUDGE, PLAIN_JUDGE) and marker in request["messages"][1]["content"]
+    ]
+
+
+def test_run_judge_verdict_after_prose_or_fenced_after_prose_is_read(
+    live: Served, tmp_path: Path, model: FakeModel
+) -> None:
+    """One judge writes its verdict between two sentences, another fences it after one: each
+    is read at once, and both cases pass."""
+    cases = JUDGED_CAPITAL.format(name="chatty", how=" (chatty judge)")
+    cases += JUDGED_CAPITAL.format(name="fenced", how=" (fenced judge)")
+    ran = run_testassistant(write_suite(tmp_path, suite(cases)), "--url", live.url, "--json")
+    assert ran.status == 0, ran.out + ran.error
+    found, _ = records(ran)
+    assert {case["case"]: case["verdict"] for case in found} == {"chatty": "pass", "fenced": "pass"}
+    for case in found:
+        [turn] = case["repeats"][0]["turns"]
+        assert turn["judge"] == [{"pass": True, "reason": "names Paris", "valid": True}]
+    # Read at once, in JSON mode: nothing asked again.
+    for marker in ("chatty judge", "fenced judge"):
+        [asked] = graded(model, marker)
+        assert asked["response_format"] == {"type": "json_object"}
+
+
+def test_run_three_votes_with_one_invalid_are_decided_by_the_valid_two(
+    live: Served, tmp_path: Path, model: FakeModel
+) -> None:
+    """The judge's second vote of three is prose, and prose again when asked again: the two
+    valid votes decide, the case passes, and the invalid vote is kept in every report."""
+    text = suite(
+        JUDGED_CAPITAL.format(name="split", how=" (split judge)"), head="[judge]\nvotes = 3\n"
+    )
+    html = tmp_path / "report.html"
+    ran = run_testassistant(
+        write_suite(tmp_path, text), "--url", live.url, "--json", "--html", html
+    )
+    assert ran.status == 0, ran.out + ran.error
+    (case,), summary = records(ran)
+    assert case["verdict"] == "pass"
+    valid = {"pass": True, "reason": "names Paris", "valid": True}
+    invalid = {"pass": None, "reason": "Still cannot say.", "valid": False}
+    [turn] = case["repeats"][0]["turns"]
+    assert turn["judge"] == [valid, invalid, valid]
+    # Three votes, the unreadable one asked again once.
+    assert len(graded(model, "split judge")) == 4
+    assert "judge: invalid — Still cannot say." in html.read_text(encoding="utf-8")
+    [stored] = live.tester.get(f"/api/suite-runs/{summary['run']}")["cases"]
+    assert stored["repeats"][0]["turns"][0]["judge"] == [valid, invalid, valid]
+
+
+def test_run_judge_refusing_json_mode_is_asked_without_it_at_once_and_from_then_on(
+    live: Served, tmp_path: Path, model: FakeModel
+) -> None:
+    """The judge's server answers 400 to JSON mode: the same question is asked again without
+    it, and every later question of the test run goes without it; both cases pass."""
+    cases = JUDGED_CAPITAL.format(name="first", how=" (plain judge)")
+    cases += JUDGED_CAPITAL.format(name="second", how=" (plain judge)")
+    text = suite(cases, head=f'[judge]\nmodel = "{PLAIN_JUDGE}"\n')
+    ran = run_testassistant(write_suite(tmp_path, text), "--url", live.url, "--json")
+    assert ran.status == 0, ran.out + ran.error
+    found, _ = records(ran)
+    assert [case["verdict"] for case in found] == ["pass", "pass"]
+    refused, fallback, later = graded(model, "plain judge")
+    assert refused["response_format"] == {"type": "json_object"}
+    assert fallback == {key: value for key, value in refused.items() if key != "response_format"}
+    assert "response_format" not in later
 
 
 def test_run_instances_side_by_side(live: Served, tmp_path: Path) -> None:
@@ -355,7 +496,7 @@ def test_run_simulated_user_reaches_its_goal(live: Served, tmp_path: Path) -> No
         "Hello, I have a problem.",
         "Please refund order 42.",
     ]
-    assert case["repeats"][0]["judge"] == [{"pass": True, "reason": "approved"}]
+    assert case["repeats"][0]["judge"] == [{"pass": True, "reason": "approved", "valid": True}]
 
 
 def test_run_simulated_user_that_never_reaches_its_goal_fails(live: Served, tmp_path: Path) -> None:
