@@ -169,7 +169,8 @@ def _repeat(repeat: Repeat, console_url: str | None, *, open_it: bool) -> str:
         f"<details{' open' if open_it else ''}><summary>repeat {repeat.number}: {state}"
         f" · {repeat.seconds:.1f} s{thread}</summary>"
     ]
-    if repeat.problem is not None:
+    if repeat.problem is not None and repeat.failed_turn is None:
+        # A problem at a turn is told under that turn, beside its reply.
         parts.append(f'<p class="miss">{escape(str(repeat.problem))}</p>')
     for turn in repeat.turns:
         parts.append(_turn(turn))

@@ -288,8 +288,10 @@ def _play(thread: Any, case: Case, repeat: Repeat, judge: Judge | None) -> None:
         try:
             checked = check_turn(turn.expect, outcome, transcript=transcript, judge=judge)
         except JudgeError as error:
-            # The judged turn stays in every report, its reply beside the judge's failure.
-            repeat.turns.append(replace(record, votes=error.votes))
+            # The judged turn stays in every report, its reply beside the judge's failure; it
+            # did not pass, lacking a verdict.
+            missed = Failure("a verdict", str(error))
+            repeat.turns.append(replace(record, failure=missed, votes=error.votes))
             repeat.failed_turn = number
             raise
         if not _took(repeat, record, checked):

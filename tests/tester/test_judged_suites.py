@@ -349,7 +349,7 @@ expect = { judge = "answer in riddles" }
     )
     assert summary["error"] == 1
     [turn] = case["repeats"][0]["turns"]
-    assert (turn["sent"], turn["reply"]) == ("capital of France?", "Paris.")
+    assert (turn["sent"], turn["reply"], turn["passed"]) == ("capital of France?", "Paris.", False)
     assert turn["judge"] == [{"pass": None, "reason": "I think it passes, mostly.", "valid": False}]
     page = html.read_text(encoding="utf-8")
     assert '<div class="said assistant">Paris.</div>' in page

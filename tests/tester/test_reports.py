@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ElementTree
 from dataclasses import replace
+from html import escape
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -91,7 +92,14 @@ def unjudged(number: int, thread: int) -> Repeat:
         number,
         thread,
         "alpha",
-        [turn("Paris.", sent="capital?", votes=(Vote(None, "Looks fine."),))],
+        [
+            turn(
+                "Paris.",
+                sent="capital?",
+                failure=Failure("a verdict", UNJUDGED.detail),
+                votes=(Vote(None, "Looks fine."),),
+            )
+        ],
         failed_turn=1,
         problem=UNJUDGED,
         seconds=1.5,
@@ -477,6 +485,7 @@ def test_every_report_of_a_judge_error_keeps_the_turn_and_its_reply(tmp_path: Pa
     [told] = record["repeats"][0]["turns"]
     assert (told["sent"], told["reply"], told["reply_id"]) == ("capital?", "Paris.", 21)
     assert told["judge"] == [{"pass": None, "reason": "Looks fine.", "valid": False}]
+    assert told["passed"] is False
     stored = reports.stored_record(made)
     assert stored["failures"] == [
         {
@@ -496,6 +505,8 @@ def test_every_report_of_a_judge_error_keeps_the_turn_and_its_reply(tmp_path: Pa
     text = page(TestRun(reports=[made]), [made.plan], run_id=None, baseline=None)
     assert '<div class="said assistant">Paris.</div>' in text
     assert "judge: invalid — Looks fine." in text
+    # The judge's error under the turn, beside its reply (and once at the case's head).
+    assert text.count(escape(UNJUDGED.detail)) == 2
 
 
 @pytest.mark.parametrize(

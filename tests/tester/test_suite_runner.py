@@ -430,7 +430,8 @@ def test_run_plan_judge_error_makes_the_case_an_error_keeping_the_judged_turn(
     assert report.repeats[0].turns[0].votes == (Vote(True, "reply good"),)
     errored = report.repeats[1]
     [kept] = errored.turns
-    assert (errored.failed_turn, kept.sent, kept.failure) == (1, "hello", None)
+    assert (errored.failed_turn, kept.sent) == (1, "hello")
+    assert kept.failure == Failure("a verdict", errored.problem.detail)
     assert kept.outcome.reply is not None and kept.outcome.reply.body == "Hello, Ada."
     assert kept.votes == (Vote(None, "Looks fine."),)
 
