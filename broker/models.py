@@ -13,6 +13,7 @@ from datetime import datetime
 
 from django.db import models
 from django.db.models import F, Q
+from django.utils import timezone
 
 from broker import fields, suite_fields
 
@@ -128,8 +129,16 @@ class SuiteChange(models.TextChoices):
 
     REGRESSED = "regressed"  # worked there, broken now
     FIXED = "fixed"  # broken there, works now
-    SAME = "same"
+    SAME = "same"  # no significant change (a move within noise included)
     NEW = "new"  # no such case there, or no baseline
+    CHANGED = "changed"  # its definition (turns, expectations, judge) changed since there
+
+
+class SuiteRunEnd(models.TextChoices):
+    """How a suite run ended (blank while it runs)."""
+
+    FINISHED = "finished"  # its client ended it after its last case: a baseline for "last"
+    HALTED = "halted"  # refused, interrupted, or silent too long: its reason says which
 
 
 class Business(models.Model):
@@ -660,6 +669,19 @@ class SuiteRun(models.Model):
     baseline = models.ForeignKey(
         "self", on_delete=models.PROTECT, null=True, blank=True, related_name="compared_runs"
     )
+    # What the run selected, so `compare: "last"` finds a run of the same selection: the
+    # instances its cases were planned on, sorted ("" is the business's default), and the
+    # case selection (`-k`; "" is every case).
+    instances = models.JSONField(default=list)
+    keyword = models.CharField(max_length=suite_fields.KEYWORD_MAX, blank=True)
+    # The significance level of its comparisons: a change is significant when p < alpha.
+    alpha = models.FloatField(default=suite_fields.DEFAULT_ALPHA)
+    # How it ended (blank while it runs) and, when halted, why.
+    ended_how = models.CharField(max_length=10, choices=SuiteRunEnd.choices, blank=True)
+    end_reason = models.TextField(blank=True)
+    # Its start or its latest record: a run silent past MOSAIC_SUITE_RUN_SILENCE_SECONDS is
+    # halted (`suite_runs.halt_silent_runs`).
+    active_at = models.DateTimeField(default=timezone.now)
 
     # Its cases counted by verdict, and those that regressed, annotated by the reads
     # (`suite_runs.with_counts`); these class values are a run's with no cases.
@@ -675,14 +697,35 @@ class SuiteRun(models.Model):
                 condition=Q(ended_at__isnull=True) | Q(ended_at__gte=F("started_at")),
                 name="suite_run_ends_after_start",
             ),
+            models.CheckConstraint(
+                condition=Q(alpha__gt=0, alpha__lt=1), name="suite_run_alpha_range"
+            ),
+            # Running: no end. Ended: finished, or halted with its reason.
+            models.CheckConstraint(
+                condition=Q(ended_at__isnull=True, ended_how="", end_reason="")
+                | Q(ended_at__isnull=False, ended_how=SuiteRunEnd.FINISHED, end_reason="")
+                | (Q(ended_at__isnull=False, ended_how=SuiteRunEnd.HALTED) & ~Q(end_reason="")),
+                name="suite_run_ended_how",
+            ),
         ]
         indexes = [
             # The runs list, newest first, and `compare: "last"`: one business's runs by id.
             models.Index(fields=["business", "id"], name="suite_run_business"),
+            # The runs still running, by their last activity: the silent ones are halted.
+            models.Index(
+                fields=["business", "active_at"],
+                condition=Q(ended_at__isnull=True),
+                name="suite_run_running",
+            ),
         ]
 
     def __str__(self) -> str:
         return f"suite run {self.pk}"
+
+    @property
+    def state(self) -> str:
+        """`running` until it ends, then how it ended (`finished`, `halted`)."""
+        return self.ended_how or "running"
 
     @property
     def counts(self) -> dict[str, int]:
@@ -710,6 +753,19 @@ class SuiteCase(models.Model):
     failures = models.JSONField(default=list)
     # The runner's detail of each repeat, as it sent it (`suite_fields.clean_attempts`).
     attempts = models.JSONField(default=list)
+    # The client's statistics over its repeats, checked but not recomputed (null: a record
+    # from a client before them): the pass rate, its 95% Wilson interval, and pass^k.
+    pass_rate = models.FloatField(null=True, blank=True)
+    interval_low = models.FloatField(null=True, blank=True)
+    interval_high = models.FloatField(null=True, blank=True)
+    pass_hat_k = models.FloatField(null=True, blank=True)
+    # The sha256 of the case's definition, as the client computed it ("": not sent).
+    definition_hash = models.CharField(max_length=64, blank=True)
+    # The baseline's same case's k/N, and the one-sided Fisher p-value of the change from it
+    # (null: no such case, or its definition changed).
+    baseline_passed_runs = models.PositiveIntegerField(null=True, blank=True)
+    baseline_runs = models.PositiveIntegerField(null=True, blank=True)
+    p_value = models.FloatField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -735,6 +791,41 @@ class SuiteCase(models.Model):
             ),
             models.CheckConstraint(
                 condition=~Q(instance="") | Q(threads=[]), name="suite_case_instance_of_threads"
+            ),
+            # All four statistics or none, each within [0, 1], the rate inside its interval.
+            models.CheckConstraint(
+                condition=Q(
+                    pass_rate__isnull=True,
+                    interval_low__isnull=True,
+                    interval_high__isnull=True,
+                    pass_hat_k__isnull=True,
+                )
+                | Q(
+                    pass_rate__isnull=False,
+                    interval_low__isnull=False,
+                    interval_high__isnull=False,
+                    pass_hat_k__isnull=False,
+                    interval_low__gte=0,
+                    pass_rate__gte=F("interval_low"),
+                    interval_high__gte=F("pass_rate"),
+                    interval_high__lte=1,
+                    pass_hat_k__gte=0,
+                    pass_hat_k__lte=1,
+                ),
+                name="suite_case_statistics_range",
+            ),
+            models.CheckConstraint(
+                condition=Q(p_value__isnull=True) | Q(p_value__gte=0, p_value__lte=1),
+                name="suite_case_p_value_range",
+            ),
+            models.CheckConstraint(
+                condition=Q(baseline_passed_runs__isnull=True, baseline_runs__isnull=True)
+                | Q(
+                    baseline_passed_runs__isnull=False,
+                    baseline_runs__gte=1,
+                    baseline_passed_runs__lte=F("baseline_runs"),
+                ),
+                name="suite_case_baseline_tally",
             ),
         ]
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +38,15 @@ ATTEMPTS_CHARS_MAX = 200_000
 ATTEMPTS_DEPTH_MAX = 16
 # The largest id or integer the databases store.
 INTEGER_MAX = 2**63 - 1
+# A run's case selection (the client's `-k` substring), and the instances one run selects.
+KEYWORD_MAX = 200
+INSTANCES_MAX = 100
+# The significance level of a run's comparisons when its start names none.
+DEFAULT_ALPHA = 0.05
+# Why a run was halted, as its client (or the broker) says it.
+END_REASON_MAX = 2000
+# A case definition's hash: sha256, as 64 lowercase hexadecimal digits.
+DEFINITION_HASH = re.compile(r"[0-9a-f]{64}")
 
 
 @dataclass(frozen=True)
@@ -52,6 +62,18 @@ class CaseRecord:
     threads: list[int]
     failures: list[dict[str, Any]]
     attempts: list[dict[str, Any]]
+    statistics: Statistics | None = None
+    definition_hash: str = ""
+
+
+@dataclass(frozen=True)
+class Statistics:
+    """A case's pass rate over its repeats, its 95% Wilson interval and pass^k, as the client
+    computed them: checked to be coherent, never recomputed (the client holds the repeats)."""
+
+    pass_rate: float
+    interval: tuple[float, float]
+    pass_hat_k: float
 
 
 def _invalid(detail: str) -> Refusal:
@@ -81,6 +103,88 @@ def clean_suites(value: object) -> list[str]:
     return sorted(names)
 
 
+def clean_instances(value: object) -> list[str]:
+    """The instances a run's cases were planned on: at most INSTANCES_MAX names, each once
+    ("" is the business's default instance), returned sorted (`"last"` compares lists)."""
+    value = _listed(value)
+    if not isinstance(value, list) or len(value) > INSTANCES_MAX:
+        raise _invalid(f"The instances must be a list of at most {INSTANCES_MAX} names.")
+    names = [clean_instance(name) for name in value]
+    if len(set(names)) != len(names):
+        raise _invalid("The instances must name each instance once.")
+    return sorted(names)
+
+
+def clean_keyword(value: object) -> str:
+    """A run's case selection: None (every case, stored "") or the text cases' names were
+    selected by, 1 to KEYWORD_MAX characters."""
+    if value is None:
+        return ""
+    text = fields.clean_text(value, what="keyword")
+    if not 1 <= len(text) <= KEYWORD_MAX:
+        raise _invalid(f"The keyword must be null or 1 to {KEYWORD_MAX} characters.")
+    return text
+
+
+def _clean_number(value: object, *, what: str) -> float:
+    """A JSON number (not a boolean), finite, as a float."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise _invalid(f"The {what} must be a number.")
+    number = float(value)
+    if not math.isfinite(number):
+        raise _invalid(f"The {what} must be finite.")
+    return number
+
+
+def clean_alpha(value: object) -> float:
+    """A run's significance level: more than 0 and less than 1."""
+    alpha = _clean_number(value, what="alpha")
+    if not 0 < alpha < 1:
+        raise _invalid("The alpha must be more than 0 and less than 1.")
+    return alpha
+
+
+def clean_end_reason(value: object) -> str:
+    """Why a run was halted: 1 to END_REASON_MAX characters."""
+    text = fields.clean_text(value, what="reason")
+    if not 1 <= len(text) <= END_REASON_MAX or not text.strip():
+        raise _invalid(f"The reason must be 1 to {END_REASON_MAX} characters, not blank.")
+    return text
+
+
+def clean_statistics(
+    *, pass_rate: object, interval: object, pass_hat_k: object
+) -> Statistics | None:
+    """The three statistics together, or none of them (None: a client before them): numbers
+    in [0, 1], the interval a pair `[lo, hi]` with lo ≤ pass_rate ≤ hi."""
+    given = [value is not None for value in (pass_rate, interval, pass_hat_k)]
+    if not any(given):
+        return None
+    if not all(given):
+        raise _invalid("The pass_rate, interval and pass_hat_k go together: all or none.")
+    interval = _listed(interval)
+    if not isinstance(interval, list) or len(interval) != 2:
+        raise _invalid("The interval must be a list [low, high].")
+    rate = _clean_number(pass_rate, what="pass_rate")
+    low = _clean_number(interval[0], what="interval's low")
+    high = _clean_number(interval[1], what="interval's high")
+    all_k = _clean_number(pass_hat_k, what="pass_hat_k")
+    if not 0 <= low <= rate <= high <= 1:
+        raise _invalid("The interval must hold the pass_rate: 0 ≤ low ≤ pass_rate ≤ high ≤ 1.")
+    if not 0 <= all_k <= 1:
+        raise _invalid("The pass_hat_k must be from 0 to 1.")
+    return Statistics(pass_rate=rate, interval=(low, high), pass_hat_k=all_k)
+
+
+def clean_definition_hash(value: object) -> str:
+    """A case definition's sha256 as 64 lowercase hexadecimal digits, or "" (not sent)."""
+    if value is None or value == "":
+        return ""
+    if not isinstance(value, str) or not DEFINITION_HASH.fullmatch(value):
+        raise _invalid("The definition_hash must be a sha256: 64 lowercase hexadecimal digits.")
+    return value
+
+
 def clean_case(
     *,
     suite: object,
@@ -93,6 +197,10 @@ def clean_case(
     failures: object,
     attempts: object,
     verdicts: list[str],
+    pass_rate: object = None,
+    interval: object = None,
+    pass_hat_k: object = None,
+    definition_hash: object = None,
 ) -> CaseRecord:
     """A case's result, every field within its limits; `verdicts` are the known verdicts."""
     if not isinstance(verdict, str) or verdict not in verdicts:
@@ -109,6 +217,8 @@ def clean_case(
         threads=clean_threads(threads),
         failures=clean_failures(failures),
         attempts=clean_attempts(attempts),
+        statistics=clean_statistics(pass_rate=pass_rate, interval=interval, pass_hat_k=pass_hat_k),
+        definition_hash=clean_definition_hash(definition_hash),
     )
 
 

@@ -76,6 +76,9 @@ MOSAIC_DB_POOL_TIMEOUT = env.float("MOSAIC_DB_POOL_TIMEOUT", default=2.0)
 MOSAIC_CLAIM_LEASE_SECONDS = env.float("MOSAIC_CLAIM_LEASE_SECONDS", default=30.0)
 # Runners purge tester data older than this many days, once a day (unset: never).
 MOSAIC_TESTER_RETENTION_DAYS: int | None = env.int("MOSAIC_TESTER_RETENTION_DAYS", default=None)
+# A stored test run still running with no record and no tester turn in the business for this
+# many seconds is halted: its client is gone (`broker.actions.suite_runs.halt_silent_runs`).
+MOSAIC_SUITE_RUN_SILENCE_SECONDS = env.float("MOSAIC_SUITE_RUN_SILENCE_SECONDS", default=1800.0)
 # SPEC §7.1: a turn is tried at most this many times; after a transient failure the next
 # attempt waits the server's Retry-After, or this many seconds doubled per attempt (jittered).
 MOSAIC_ASSISTANT_ATTEMPTS = env.int("MOSAIC_ASSISTANT_ATTEMPTS", default=5)

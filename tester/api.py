@@ -24,10 +24,14 @@ from rest_framework.response import Response
 from broker.actions import suite_runs
 from broker.models import SuiteVerdict
 from broker.suite_fields import (
+    DEFAULT_ALPHA,
+    END_REASON_MAX,
     FAILURE_TEXT_MAX,
     FAILURES_MAX,
     INSTANCE_NAME_MAX,
+    INSTANCES_MAX,
     INTEGER_MAX,
+    KEYWORD_MAX,
     RUNS_MAX,
     SUITE_NAME_MAX,
     SUITES_MAX,
@@ -74,6 +78,16 @@ class RunComparison(serializers.Field[Any, Any, Any, Any]):
         return value
 
 
+class StrictNumber(serializers.FloatField):
+    """A JSON number (an integer or a float, not a string or a boolean); whether it is finite
+    and within its range is the broker's to say (`broker.suite_fields`)."""
+
+    def to_internal_value(self, data: Any) -> float:
+        if isinstance(data, bool) or not isinstance(data, (int, float)):
+            self.fail("invalid")
+        return float(data)
+
+
 class SuiteCaseFailureInput(StrictInput):
     """One failed expectation of a case, as the runner reports it."""
 
@@ -98,6 +112,16 @@ class SuiteRunsView(ChatView):
             max_length=SUITES_MAX,
         )
         compare = RunComparison(required=False, allow_null=True)
+        # A change is significant when its p-value is below alpha.
+        alpha = StrictNumber(required=False, help_text=f"0 < alpha < 1; default {DEFAULT_ALPHA}")
+        # The instances the cases are planned on ("" is the business's default), and the case
+        # selection (null: every case): with the suites, what `"last"` matches.
+        instances = serializers.ListField(
+            child=StrictString(max_length=INSTANCE_NAME_MAX),
+            max_length=INSTANCES_MAX,
+            required=False,
+        )
+        keyword = StrictString(max_length=KEYWORD_MAX, allow_null=True, required=False)
 
     @extend_schema(
         operation_id="suite_runs_list",
@@ -127,7 +151,12 @@ class SuiteRunsView(ChatView):
         def write() -> Response:
             data = parse(self.SuiteRunStartInput, request.data)
             run = suite_runs.start_suite_run(
-                self.actor(), suites=data["suites"], compare=data.get("compare")
+                self.actor(),
+                suites=data["suites"],
+                compare=data.get("compare"),
+                alpha=data.get("alpha", DEFAULT_ALPHA),
+                instances=data.get("instances", []),
+                keyword=data.get("keyword"),
             )
             return Response({"run": SuiteRunOut(run).data}, status=201)
 
@@ -179,6 +208,14 @@ class SuiteRunCasesView(ChatView):
         attempts = serializers.ListField(
             child=serializers.DictField(), max_length=RUNS_MAX, required=False
         )
+        # The client's statistics over the repeats: all three or none.
+        pass_rate = StrictNumber(required=False)
+        interval = serializers.ListField(
+            child=StrictNumber(), min_length=2, max_length=2, required=False
+        )
+        pass_hat_k = StrictNumber(required=False)
+        # The sha256 of the case's definition (turns, expectations, judge).
+        definition_hash = StrictString(min_length=64, max_length=64, required=False)
 
         def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
             if "repeats" in attrs and "attempts" in attrs:
@@ -210,6 +247,10 @@ class SuiteRunCasesView(ChatView):
                 threads=data.get("threads", []),
                 failures=[dict(failure) for failure in data.get("failures", [])],
                 attempts=data.get("repeats", data.get("attempts", [])),
+                pass_rate=data.get("pass_rate"),
+                interval=data.get("interval"),
+                pass_hat_k=data.get("pass_hat_k"),
+                definition_hash=data.get("definition_hash"),
             )
             return Response({"case": SuiteCaseOut(case).data}, status=201)
 
@@ -217,10 +258,11 @@ class SuiteRunCasesView(ChatView):
 
 
 class SuiteRunEndView(ChatView):
-    """End a run: it takes no more cases (ending it again answers it as it is)."""
+    """End a run: it takes no more cases (ending it again answers it as it is). Without a
+    reason it finished; with one it was halted (refused, interrupted)."""
 
     class SuiteRunEndInput(StrictInput):
-        pass
+        reason = StrictString(max_length=END_REASON_MAX, required=False)
 
     @extend_schema(
         operation_id="suite_run_end",
@@ -229,8 +271,8 @@ class SuiteRunEndView(ChatView):
     )
     def post(self, request: Request, run_id: int) -> Response:
         def write() -> Response:
-            parse(self.SuiteRunEndInput, request.data)
-            run = suite_runs.end_suite_run(self.actor(), run_id=run_id)
+            data = parse(self.SuiteRunEndInput, request.data)
+            run = suite_runs.end_suite_run(self.actor(), run_id=run_id, reason=data.get("reason"))
             return Response({"run": SuiteRunOut(run).data})
 
         return self.answer_once(request, write)

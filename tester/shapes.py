@@ -7,7 +7,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
-from broker.models import SuiteCase, SuiteChange, SuiteRun, SuiteVerdict
+from broker.models import SuiteCase, SuiteChange, SuiteRun, SuiteRunEnd, SuiteVerdict
 from chat.api.shapes import Shape
 
 
@@ -31,6 +31,19 @@ class SuiteRunOut(Shape[SuiteRun]):
     ended_at = serializers.DateTimeField(allow_null=True)
     baseline = serializers.IntegerField(source="baseline_id", allow_null=True)
     counts = SuiteRunCountsOut()
+    # What it selected (with the suites, what `compare: "last"` matches), and its alpha.
+    instances = serializers.ListField(child=serializers.CharField())
+    keyword = serializers.SerializerMethodField()
+    alpha = serializers.FloatField()
+    # `running`, `finished` or `halted`; when halted, why (else null).
+    state = serializers.ChoiceField(choices=["running", *SuiteRunEnd.values])
+    reason = serializers.SerializerMethodField()
+
+    def get_keyword(self, run: SuiteRun) -> str | None:
+        return run.keyword or None
+
+    def get_reason(self, run: SuiteRun) -> str | None:
+        return run.end_reason or None
 
 
 class SuiteCaseFailureOut(serializers.Serializer[dict[str, Any]]):
@@ -62,4 +75,20 @@ class SuiteCaseOut(Shape[SuiteCase]):
     # The runner's own detail of each repeat, as it sent it; `attempts` is its deprecated name.
     repeats = serializers.ListField(child=serializers.DictField(), source="attempts")
     attempts = serializers.ListField(child=serializers.DictField())
+    # The client's statistics (null: a record from a client before them): the pass rate, its
+    # 95% Wilson interval [low, high], and pass^k.
+    pass_rate = serializers.FloatField(allow_null=True)
+    interval = serializers.SerializerMethodField()
+    pass_hat_k = serializers.FloatField(allow_null=True)
+    definition_hash = serializers.CharField()
+    # The baseline's same case's k/N and the one-sided Fisher p-value of the change (null: not
+    # compared).
+    baseline_passed_runs = serializers.IntegerField(allow_null=True)
+    baseline_runs = serializers.IntegerField(allow_null=True)
+    p_value = serializers.FloatField(allow_null=True)
     created_at = serializers.DateTimeField()
+
+    def get_interval(self, case: SuiteCase) -> list[float] | None:
+        if case.interval_low is None or case.interval_high is None:
+            return None
+        return [case.interval_low, case.interval_high]

@@ -10,7 +10,10 @@ no thread stream, nothing pushed.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
+from fractions import Fraction
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
@@ -21,14 +24,18 @@ from broker.actors import Actor, ActorKind
 from broker.models import (
     FAILING_VERDICTS,
     PASSING_VERDICTS,
+    TESTER,
     SuiteCase,
     SuiteChange,
     SuiteRun,
+    SuiteRunEnd,
     SuiteVerdict,
+    Thread,
 )
 from broker.refusals import Refusal
+from broker.significance import Tally, change_p_value, drop_p_value, rise_p_value, significant
 
-# `compare`'s word for the newest earlier ended run covering the same suites.
+# `compare`'s word for the newest earlier finished run of the same selection.
 COMPARE_LAST = "last"
 
 
@@ -43,18 +50,50 @@ class SuiteRunRead:
 # --- pure rules and helpers ----------------------------------------------------------------
 
 
-def case_change(*, baseline: str | None, verdict: str) -> SuiteChange:
-    """How a case's verdict compares with the baseline's verdict for the same case (None: the
-    baseline has no such case, or the run has no baseline)."""
+@dataclass(frozen=True)
+class CaseResult:
+    """What the change rule reads of a case: its verdict, `k/N` and definition's hash ("":
+    not sent)."""
+
+    verdict: str
+    tally: Tally
+    definition_hash: str = ""
+
+
+@dataclass(frozen=True)
+class Compared:
+    """A case's change against the baseline's same case, and the p-value it rests on (None:
+    nothing compared: no such case, or its definition changed)."""
+
+    change: SuiteChange
+    p_value: Fraction | None = None
+
+
+def case_change(*, baseline: CaseResult | None, now: CaseResult, alpha: float) -> Compared:
+    """How a case compares with the baseline's same case (None: the baseline has no such case,
+    or the run has no baseline). Regressed and fixed need both the verdict to cross between
+    passing and failing and the pass rate's move to be significant at `alpha` (one-sided
+    Fisher exact test, `broker.significance`); a move within noise is `same`."""
     if baseline is None:
-        return SuiteChange.NEW
-    # It passed in the baseline and fails now.
-    if baseline in PASSING_VERDICTS and verdict in FAILING_VERDICTS:
-        return SuiteChange.REGRESSED
-    # It failed in the baseline and passes now.
-    if baseline in FAILING_VERDICTS and verdict in PASSING_VERDICTS:
-        return SuiteChange.FIXED
-    return SuiteChange.SAME
+        return Compared(SuiteChange.NEW)
+    # Both hashed, and not alike: another test now, whose results say nothing of the old one.
+    if (
+        baseline.definition_hash
+        and now.definition_hash
+        and baseline.definition_hash != now.definition_hash
+    ):
+        return Compared(SuiteChange.CHANGED)
+    # It passed in the baseline and fails now, by more than chance.
+    if baseline.verdict in PASSING_VERDICTS and now.verdict in FAILING_VERDICTS:
+        dropped = drop_p_value(baseline.tally, now.tally)
+        if significant(dropped, alpha):
+            return Compared(SuiteChange.REGRESSED, dropped)
+    # It failed in the baseline and passes now, by more than chance.
+    if baseline.verdict in FAILING_VERDICTS and now.verdict in PASSING_VERDICTS:
+        rose = rise_p_value(baseline.tally, now.tally)
+        if significant(rose, alpha):
+            return Compared(SuiteChange.FIXED, rose)
+    return Compared(SuiteChange.SAME, change_p_value(baseline.tally, now.tally))
 
 
 def with_counts(runs: QuerySet[SuiteRun]) -> QuerySet[SuiteRun]:
@@ -83,15 +122,29 @@ def access_suite_run(actor: Actor, *, run_id: object, lock: bool = False) -> Sui
     return run
 
 
-def _baseline(actor: Actor, *, suites: list[str], compare: object) -> SuiteRun | None:
-    """The run `compare` names: None, `"last"` (the newest ended run covering exactly `suites`,
+@dataclass(frozen=True)
+class Selection:
+    """What a run selected: its suites, the instances its cases were planned on, its `-k`."""
+
+    suites: list[str]
+    instances: list[str]
+    keyword: str
+
+
+def _baseline(actor: Actor, *, selection: Selection, compare: object) -> SuiteRun | None:
+    """The run `compare` names: None, `"last"` (the newest finished run of the same selection,
     None when there is none) or a run id of the actor's business."""
     if compare is None:
         return None
     if compare == COMPARE_LAST:
+        # Finished only: a halted run is missing cases, and a `-k` run is another selection.
         return (
             SuiteRun.objects.filter(
-                business_id=actor.business_id, ended_at__isnull=False, suites=suites
+                business_id=actor.business_id,
+                ended_how=SuiteRunEnd.FINISHED,
+                suites=selection.suites,
+                instances=selection.instances,
+                keyword=selection.keyword,
             )
             .order_by("-pk")
             .first()
@@ -101,20 +154,67 @@ def _baseline(actor: Actor, *, suites: list[str], compare: object) -> SuiteRun |
     return access_suite_run(actor, run_id=compare)
 
 
+def halt_silent_runs(business_id: int) -> int:
+    """Halt the business's runs that are still running but silent: no record for
+    MOSAIC_SUITE_RUN_SILENCE_SECONDS, and no tester turn or reply in the business for as long
+    (a client between records may be waiting on a long case's repeats). Their client is gone,
+    or stuck; nothing stays `running` after it. Run by every suite-run verb before it reads or
+    writes, so a run is halted whoever looks first. How many were halted."""
+    seconds = float(settings.MOSAIC_SUITE_RUN_SILENCE_SECONDS)
+    now = timezone.now()
+    since = now - timedelta(seconds=seconds)
+    silent = SuiteRun.objects.filter(
+        business_id=business_id, ended_at__isnull=True, active_at__lt=since
+    )
+    if not silent.exists():
+        return 0
+    talking = Thread.objects.filter(
+        project__business_id=business_id, owner=TESTER, active_at__gte=since
+    )
+    if talking.exists():
+        return 0
+    return silent.update(
+        ended_at=now,
+        ended_how=SuiteRunEnd.HALTED,
+        end_reason=f"silent for more than {seconds:g} s: no record, and no tester turn; "
+        "its client is gone",
+    )
+
+
 # --- writes --------------------------------------------------------------------------------
 
 
 @verb("suite_run.start", ActorKind.TESTER)
-def start_suite_run(actor: Actor, *, suites: object, compare: object = None) -> SuiteRun:
-    """A new run covering `suites` (stored sorted), compared with the run `compare` names:
-    None (no baseline), `"last"` (the newest earlier ended run of the business covering the
-    same suites; none, no baseline) or the id of one of the business's runs (else
-    `not-found`)."""
-    names = suite_fields.clean_suites(suites)
+def start_suite_run(
+    actor: Actor,
+    *,
+    suites: object,
+    compare: object = None,
+    alpha: object = suite_fields.DEFAULT_ALPHA,
+    instances: object = (),
+    keyword: object = None,
+) -> SuiteRun:
+    """A new run covering `suites` (stored sorted), planned on `instances` (sorted; "" is the
+    business's default) with the case selection `keyword` (None: every case), its changes
+    significant at `alpha`, compared with the run `compare` names: None (no baseline),
+    `"last"` (the newest finished run of the business with the same suites, instances and
+    keyword; none, no baseline) or the id of one of the business's runs (else `not-found`)."""
+    selection = Selection(
+        suites=suite_fields.clean_suites(suites),
+        instances=suite_fields.clean_instances(instances),
+        keyword=suite_fields.clean_keyword(keyword),
+    )
+    level = suite_fields.clean_alpha(alpha)
+    halt_silent_runs(actor.business_id)
     with transaction.atomic():
-        baseline = _baseline(actor, suites=names, compare=compare)
+        baseline = _baseline(actor, selection=selection, compare=compare)
         return SuiteRun.objects.create(
-            business_id=actor.business_id, suites=names, baseline=baseline
+            business_id=actor.business_id,
+            suites=selection.suites,
+            instances=selection.instances,
+            keyword=selection.keyword,
+            alpha=level,
+            baseline=baseline,
         )
 
 
@@ -132,9 +232,16 @@ def record_suite_case(
     threads: object = (),
     failures: object = (),
     attempts: object = (),
+    pass_rate: object = None,
+    interval: object = None,
+    pass_hat_k: object = None,
+    definition_hash: object = None,
 ) -> SuiteCase:
     """Record one case's result in a run of the business that has not ended (`invalid` once it
-    has), with its `change` against the baseline's same (suite, case, instance).
+    has, or once it was halted), with its `change` against the baseline's same (suite, case,
+    instance). The statistics (`pass_rate`, `interval`, `pass_hat_k`) come together or not at
+    all and are checked, not recomputed; `definition_hash` is the client's sha256 of the
+    case's definition.
 
     R1: every thread named must be the tester's own thread of the business, checked by the
     same `access_thread` as every thread verb, so the answers are the same (`not-found`,
@@ -152,10 +259,20 @@ def record_suite_case(
         failures=failures,
         attempts=attempts,
         verdicts=SuiteVerdict.values,
+        pass_rate=pass_rate,
+        interval=interval,
+        pass_hat_k=pass_hat_k,
+        definition_hash=definition_hash,
     )
+    halt_silent_runs(actor.business_id)
     with transaction.atomic():
         # Locked: an end waits for the record, and a record after the end sees it.
         run = access_suite_run(actor, run_id=run_id, lock=True)
+        if run.ended_how == SuiteRunEnd.HALTED:
+            raise Refusal(
+                refusals.INVALID,
+                f"This suite run was halted ({run.end_reason}); it takes no more cases.",
+            )
         if run.ended_at is not None:
             raise Refusal(refusals.INVALID, "This suite run has ended; it takes no more cases.")
         check_case_threads(actor, threads=record.threads, instance=record.instance)
@@ -192,18 +309,30 @@ def do_record_case(run: SuiteRun, record: suite_fields.CaseRecord) -> SuiteCase:
     instance).
 
     Precondition: `run` is of the caller's business, locked and not ended; `record` is clean
-    and its threads checked (`check_case_threads`).
+    and its threads checked (`check_case_threads`). The run's activity moves to now.
     """
-    baseline = (
+    found = (
         SuiteCase.objects.filter(
             run_id=run.baseline_id, suite=record.suite, case=record.case, instance=record.instance
         )
-        .values_list("verdict", flat=True)
+        .values_list("verdict", "passed_runs", "runs", "definition_hash")
         .first()
         if run.baseline_id is not None
         else None
     )
-    return SuiteCase.objects.create(
+    baseline = (
+        None
+        if found is None
+        else CaseResult(verdict=found[0], tally=Tally(found[1], found[2]), definition_hash=found[3])
+    )
+    now = CaseResult(
+        verdict=record.verdict,
+        tally=Tally(record.passed_runs, record.runs),
+        definition_hash=record.definition_hash,
+    )
+    compared = case_change(baseline=baseline, now=now, alpha=run.alpha)
+    statistics = record.statistics
+    case = SuiteCase.objects.create(
         run=run,
         suite=record.suite,
         case=record.case,
@@ -211,22 +340,38 @@ def do_record_case(run: SuiteRun, record: suite_fields.CaseRecord) -> SuiteCase:
         verdict=record.verdict,
         passed_runs=record.passed_runs,
         runs=record.runs,
-        change=case_change(baseline=baseline, verdict=record.verdict),
+        change=compared.change,
         threads=record.threads,
         failures=record.failures,
         attempts=record.attempts,
+        pass_rate=statistics.pass_rate if statistics else None,
+        interval_low=statistics.interval[0] if statistics else None,
+        interval_high=statistics.interval[1] if statistics else None,
+        pass_hat_k=statistics.pass_hat_k if statistics else None,
+        definition_hash=record.definition_hash,
+        baseline_passed_runs=baseline.tally.passed if baseline else None,
+        baseline_runs=baseline.tally.repeats if baseline else None,
+        p_value=None if compared.p_value is None else float(compared.p_value),
     )
+    run.active_at = timezone.now()
+    run.save(update_fields=["active_at"])
+    return case
 
 
 @verb("suite_run.end", ActorKind.TESTER)
-def end_suite_run(actor: Actor, *, run_id: object) -> SuiteRun:
-    """End a run of the business: it takes no more cases. Ending it again changes nothing and
-    answers the run as it is."""
+def end_suite_run(actor: Actor, *, run_id: object, reason: object = None) -> SuiteRun:
+    """End a run of the business: it takes no more cases. Without a `reason` it finished (a
+    baseline for `"last"`); with one it was halted (refused, interrupted) and the reason is
+    kept. Ending it again changes nothing and answers the run as it is."""
+    halted_why = None if reason is None else suite_fields.clean_end_reason(reason)
+    halt_silent_runs(actor.business_id)
     with transaction.atomic():
         run = access_suite_run(actor, run_id=run_id, lock=True)
         if run.ended_at is None:
             run.ended_at = timezone.now()
-            run.save(update_fields=["ended_at"])
+            run.ended_how = SuiteRunEnd.FINISHED if halted_why is None else SuiteRunEnd.HALTED
+            run.end_reason = halted_why or ""
+            run.save(update_fields=["ended_at", "ended_how", "end_reason"])
     return with_counts(SuiteRun.objects.filter(pk=run.pk)).get()
 
 
@@ -241,6 +386,7 @@ def list_suite_runs(
     500) of them, those with an id below `before` when given."""
     size = fields.clean_limit(limit)
     cursor = fields.clean_cursor(before, what="before")
+    halt_silent_runs(actor.business_id)
     runs = SuiteRun.objects.filter(business_id=actor.business_id)
     if cursor is not None:
         runs = runs.filter(pk__lt=cursor)
@@ -250,6 +396,7 @@ def list_suite_runs(
 @verb("suite_run.read", ActorKind.TESTER)
 def read_suite_run(actor: Actor, *, run_id: object) -> SuiteRunRead:
     """One run of the business with its counts and its cases, in id order."""
+    halt_silent_runs(actor.business_id)
     run = with_counts(
         SuiteRun.objects.filter(pk=suite_fields.clean_run_id(run_id), business_id=actor.business_id)
     ).first()

@@ -191,3 +191,55 @@ def test_migrate_0018_adds_versions_and_branches_in_place_with_every_guard(
     assert guards.missing(connection) == []
     assert list(Message.objects.values_list("version_of", flat=True)) == [None, None]
     assert list(Thread.objects.values_list("branched_from", "branched_at")) == [(None, None)]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_migrate_0019_keeps_stored_runs_comparable_with_every_guard(
+    tester: Actor, back_to_the_latest: None
+) -> None:
+    """Runs stored before their end was typed: an ended one `finished` (a run was ended only
+    after its last case), a running one running, each active since its newest case or its
+    start; their cases keep their change and have no statistics. Back and forth, every guard
+    is there after each way."""
+    from broker import guards
+    from broker.actions import suite_runs
+    from broker.models import SuiteCase, SuiteRun
+
+    ended = suite_runs.start_suite_run(tester, suites=["smoke"])
+    case = suite_runs.record_suite_case(
+        tester,
+        run_id=ended.pk,
+        suite="smoke",
+        case="greets",
+        instance="",
+        verdict="pass",
+        passed_runs=1,
+        runs=1,
+    )
+    suite_runs.end_suite_run(tester, run_id=ended.pk)
+    running = suite_runs.start_suite_run(tester, suites=["smoke"])
+
+    migrate(("broker", "0018_versions_and_branches"))
+    assert guards.missing(connection) == []
+    migrate(("broker", "0019_suite_run_baselines_and_statistics"))
+
+    assert guards.missing(connection) == []
+    stored = {run.pk: run for run in SuiteRun.objects.all()}
+    assert (stored[ended.pk].state, stored[ended.pk].end_reason) == ("finished", "")
+    assert stored[ended.pk].active_at == SuiteCase.objects.get(pk=case.pk).created_at
+    assert (stored[running.pk].state, stored[running.pk].active_at) == (
+        "running",
+        stored[running.pk].started_at,
+    )
+    assert (stored[ended.pk].alpha, stored[ended.pk].instances, stored[ended.pk].keyword) == (
+        0.05,
+        [],
+        "",
+    )
+    kept = SuiteCase.objects.get(pk=case.pk)
+    assert (kept.change, kept.pass_rate, kept.definition_hash, kept.p_value) == (
+        "new",
+        None,
+        "",
+        None,
+    )

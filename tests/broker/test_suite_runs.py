@@ -9,13 +9,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from datetime import timedelta
+from fractions import Fraction
 from typing import Any
 
 import pytest
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 
 from broker import actions, refusals, suite_fields
 from broker.actions import suite_runs
+from broker.actions.suite_runs import CaseResult, Compared
 from broker.actors import Actor
 from broker.models import (
     Business,
@@ -26,9 +30,11 @@ from broker.models import (
     SuiteChange,
     SuiteRun,
     SuiteVerdict,
+    Thread,
     TrailRow,
 )
 from broker.refusals import Refusal
+from broker.significance import Tally
 from tests.broker import factories
 
 PASS, FLAKY, FAIL, ERROR = (
@@ -154,39 +160,88 @@ def test_start_compare_neither_null_last_nor_id_is_invalid(tester: Actor, compar
 
 # --- record ------------------------------------------------------------------------------
 
-# (the baseline's verdict for the same case, or None: no such case) × verdict now → change.
-CHANGES = [
-    (None, PASS, SuiteChange.NEW),
-    (None, FAIL, SuiteChange.NEW),
-    (PASS, PASS, SuiteChange.SAME),
-    (PASS, FLAKY, SuiteChange.SAME),
-    (PASS, FAIL, SuiteChange.REGRESSED),
-    (PASS, ERROR, SuiteChange.REGRESSED),
-    (FLAKY, PASS, SuiteChange.SAME),
-    (FLAKY, FLAKY, SuiteChange.SAME),
-    (FLAKY, FAIL, SuiteChange.REGRESSED),
-    (FLAKY, ERROR, SuiteChange.REGRESSED),
-    (FAIL, PASS, SuiteChange.FIXED),
-    (FAIL, FLAKY, SuiteChange.FIXED),
-    (FAIL, FAIL, SuiteChange.SAME),
-    (FAIL, ERROR, SuiteChange.SAME),
-    (ERROR, PASS, SuiteChange.FIXED),
-    (ERROR, FLAKY, SuiteChange.FIXED),
-    (ERROR, FAIL, SuiteChange.SAME),
-    (ERROR, ERROR, SuiteChange.SAME),
+
+def result(verdict: str, passed: int, repeats: int, definition_hash: str = "") -> CaseResult:
+    return CaseResult(verdict, Tally(passed, repeats), definition_hash)
+
+
+SHA_A, SHA_B = "a" * 64, "b" * 64
+
+# The baseline's same case (None: no such case) × the case now → its change and p-value.
+# A verdict crossing between passing and failing is regressed or fixed only when the move is
+# significant at 0.05 (p < alpha); below that it is `same`, within noise.
+CHANGES: list[tuple[CaseResult | None, CaseResult, SuiteChange, Fraction | None]] = [
+    (None, result(PASS, 1, 1), SuiteChange.NEW, None),
+    (None, result(FAIL, 0, 1), SuiteChange.NEW, None),
+    # 3/3 → 0/3 is p = 1/20, not below 0.05: three repeats cannot show a drop.
+    (result(PASS, 3, 3), result(FAIL, 0, 3), SuiteChange.SAME, Fraction(1, 20)),
+    (result(PASS, 10, 10), result(FAIL, 5, 10), SuiteChange.REGRESSED, Fraction(3003, 184756)),
+    (result(FLAKY, 2, 3), result(FAIL, 0, 3), SuiteChange.SAME, Fraction(1, 5)),
+    (result(PASS, 4, 4), result(FAIL, 0, 4), SuiteChange.REGRESSED, Fraction(1, 70)),
+    (result(FLAKY, 3, 4), result(ERROR, 0, 4), SuiteChange.SAME, Fraction(1, 14)),
+    (result(PASS, 4, 4), result(ERROR, 0, 4), SuiteChange.REGRESSED, Fraction(1, 70)),
+    (result(FAIL, 0, 4), result(PASS, 4, 4), SuiteChange.FIXED, Fraction(1, 70)),
+    (result(ERROR, 0, 4), result(FLAKY, 4, 4), SuiteChange.FIXED, Fraction(1, 70)),
+    (result(FAIL, 0, 3), result(PASS, 3, 3), SuiteChange.SAME, Fraction(1, 20)),
+    # A significant drop that still passes the case's gate is no regression.
+    (result(PASS, 10, 10), result(FLAKY, 5, 10), SuiteChange.SAME, Fraction(3003, 184756)),
+    (result(PASS, 4, 4), result(PASS, 4, 4), SuiteChange.SAME, Fraction(1)),
+    (result(FAIL, 0, 4), result(ERROR, 0, 4), SuiteChange.SAME, Fraction(1)),
+    # Another definition is another test: `changed`, compared with nothing.
+    (result(PASS, 4, 4, SHA_A), result(FAIL, 0, 4, SHA_B), SuiteChange.CHANGED, None),
+    (result(PASS, 4, 4, SHA_A), result(FAIL, 0, 4, SHA_A), SuiteChange.REGRESSED, Fraction(1, 70)),
+    # A record without a hash (a client before them) is compared as before.
+    (result(PASS, 4, 4), result(FAIL, 0, 4, SHA_B), SuiteChange.REGRESSED, Fraction(1, 70)),
 ]
 
 
-@pytest.mark.parametrize(("before", "now", "change"), CHANGES)
-def test_record_change_against_baseline_case(
-    tester: Actor, before: str | None, now: str, change: SuiteChange
+@pytest.mark.parametrize(("before", "now", "change", "p_value"), CHANGES, ids=repr)
+def test_case_change_is_significant_verdict_crossings_only(
+    before: CaseResult | None, now: CaseResult, change: SuiteChange, p_value: Fraction | None
 ) -> None:
-    """`change` is the broker's: regressed when the baseline's case worked (pass, flaky) and
-    this one does not (fail, error), fixed the other way round, new without such a case."""
-    baseline = ended_run(tester, ["smoke"], before)
+    """Regressed when the baseline's case worked (pass, flaky), this one does not (fail,
+    error) and the drop's one-sided Fisher p-value is below alpha; fixed the other way round;
+    changed when both definitions are hashed and differ; new without such a case."""
+    assert suite_runs.case_change(baseline=before, now=now, alpha=0.05) == Compared(change, p_value)
+
+
+def test_case_change_at_a_higher_alpha_calls_a_smaller_drop_significant() -> None:
+    """The run's alpha decides: 3/3 → 0/3 (p = 0.05) regressed at 0.1."""
+    compared = suite_runs.case_change(
+        baseline=result(PASS, 3, 3), now=result(FAIL, 0, 3), alpha=0.1
+    )
+    assert compared == Compared(SuiteChange.REGRESSED, Fraction(1, 20))
+
+
+@pytest.mark.parametrize(
+    ("before", "now", "change", "p_value"),
+    [
+        ((PASS, 4, 4), (FAIL, 0, 4), SuiteChange.REGRESSED, 1 / 70),
+        ((PASS, 3, 3), (FAIL, 0, 3), SuiteChange.SAME, 0.05),
+        ((FAIL, 0, 4), (PASS, 4, 4), SuiteChange.FIXED, 1 / 70),
+        (None, (FAIL, 0, 4), SuiteChange.NEW, None),
+    ],
+    ids=repr,
+)
+def test_record_stores_change_p_value_and_the_baselines_tally(
+    tester: Actor,
+    before: tuple[str, int, int] | None,
+    now: tuple[str, int, int],
+    change: SuiteChange,
+    p_value: float | None,
+) -> None:
+    """The broker computes `change` and its p-value when the case is recorded, and keeps the
+    baseline's k/N beside them."""
+    baseline = suite_runs.start_suite_run(tester, suites=["smoke"])
+    if before is not None:
+        record(tester, baseline, verdict=before[0], passed_runs=before[1], runs=before[2])
+    suite_runs.end_suite_run(tester, run_id=baseline.pk)
     run = suite_runs.start_suite_run(tester, suites=["smoke"], compare=baseline.pk)
-    assert record(tester, run, verdict=now).change == change
-    assert suite_runs.case_change(baseline=before, verdict=now) == change
+    case = record(tester, run, verdict=now[0], passed_runs=now[1], runs=now[2])
+    case.refresh_from_db()
+    assert (case.change, case.p_value) == (change, pytest.approx(p_value) if p_value else None)
+    tally = (case.baseline_passed_runs, case.baseline_runs)
+    assert tally == ((before[1], before[2]) if before else (None, None))
 
 
 def test_record_matches_the_baseline_case_by_suite_case_and_instance(
@@ -199,7 +254,7 @@ def test_record_matches_the_baseline_case_by_suite_case_and_instance(
     record(tester, baseline, verdict=PASS)
     suite_runs.end_suite_run(tester, run_id=baseline.pk)
     run = suite_runs.start_suite_run(tester, suites=["smoke", "other"], compare="last")
-    assert record(tester, run, verdict=FAIL).change == SuiteChange.REGRESSED
+    assert record(tester, run, verdict=FAIL).change == SuiteChange.SAME
     assert record(tester, run, verdict=FAIL, suite="other").change == SuiteChange.NEW
     assert record(tester, run, verdict=FAIL, instance=helper.name).change == SuiteChange.NEW
 
@@ -428,6 +483,237 @@ def test_end_of_another_business_run_is_not_found(tester: Actor, other_business:
     assert theirs.ended_at is None
 
 
+def test_end_with_a_reason_halts_the_run_and_keeps_the_reason(tester: Actor) -> None:
+    """A run its client could not finish (refused, interrupted) ends `halted` with why; it
+    takes no more cases, and the refusal says it was halted and why."""
+    run = suite_runs.start_suite_run(tester, suites=["smoke"])
+    halted = suite_runs.end_suite_run(tester, run_id=run.pk, reason="tester-off: no tests")
+    assert (halted.state, halted.end_reason) == ("halted", "tester-off: no tests")
+    assert halted.ended_at is not None
+    with pytest.raises(Refusal) as refusal:
+        record(tester, run)
+    assert refusal.value.code == refusals.INVALID
+    assert "halted (tester-off: no tests)" in refusal.value.detail
+    # Ended already: ending it again, with or without a reason, answers it as it is.
+    again = suite_runs.end_suite_run(tester, run_id=run.pk)
+    assert (again.state, again.end_reason) == ("halted", "tester-off: no tests")
+
+
+def test_end_without_a_reason_finishes_the_run(tester: Actor) -> None:
+    run = suite_runs.start_suite_run(tester, suites=["smoke"])
+    assert run.state == "running"
+    finished = suite_runs.end_suite_run(tester, run_id=run.pk)
+    assert (finished.state, finished.end_reason) == ("finished", "")
+
+
+@pytest.mark.parametrize("reason", ["", "   ", 5, "a\x00", "x" * 2001], ids=repr)
+def test_end_with_a_bad_reason_is_invalid_and_ends_nothing(tester: Actor, reason: object) -> None:
+    run = suite_runs.start_suite_run(tester, suites=["smoke"])
+    with pytest.raises(Refusal) as refusal:
+        suite_runs.end_suite_run(tester, run_id=run.pk, reason=reason)
+    assert refusal.value.code == refusals.INVALID
+    run.refresh_from_db()
+    assert run.state == "running"
+
+
+# --- selection, alpha and halted runs as baselines ------------------------------------------
+
+
+def test_start_compare_last_takes_only_a_run_of_the_same_selection(tester: Actor) -> None:
+    """`"last"`: the newest finished run of the same suites, instances and case selection. A
+    `-k` run is never a full run's baseline, nor another instance's run, nor a halted run."""
+    full = suite_runs.start_suite_run(tester, suites=["smoke"], instances=[""])
+    suite_runs.end_suite_run(tester, run_id=full.pk)
+    subset = suite_runs.start_suite_run(tester, suites=["smoke"], instances=[""], keyword="greets")
+    suite_runs.end_suite_run(tester, run_id=subset.pk)
+    other = suite_runs.start_suite_run(tester, suites=["smoke"], instances=["helper"])
+    suite_runs.end_suite_run(tester, run_id=other.pk)
+    halted = suite_runs.start_suite_run(tester, suites=["smoke"], instances=[""])
+    suite_runs.end_suite_run(tester, run_id=halted.pk, reason="interrupted")
+
+    again = suite_runs.start_suite_run(tester, suites=["smoke"], instances=[""], compare="last")
+    assert again.baseline_id == full.pk
+    narrow = suite_runs.start_suite_run(
+        tester, suites=["smoke"], instances=[""], keyword="greets", compare="last"
+    )
+    assert narrow.baseline_id == subset.pk
+    # Instances are compared sorted, as suites are.
+    both = suite_runs.start_suite_run(tester, suites=["smoke"], instances=["helper", ""])
+    suite_runs.end_suite_run(tester, run_id=both.pk)
+    later = suite_runs.start_suite_run(
+        tester, suites=["smoke"], instances=["", "helper"], compare="last"
+    )
+    assert (later.instances, later.baseline_id) == (["", "helper"], both.pk)
+
+
+def test_start_compare_id_takes_a_subset_run_as_asked(tester: Actor) -> None:
+    """An explicit id is the caller's choice: a `-k` run is taken; cases not in it are new."""
+    subset = suite_runs.start_suite_run(tester, suites=["smoke"], keyword="greets")
+    record(tester, subset, verdict=PASS, passed_runs=4, runs=4)
+    suite_runs.end_suite_run(tester, run_id=subset.pk)
+    run = suite_runs.start_suite_run(tester, suites=["smoke"], compare=subset.pk)
+    assert run.baseline_id == subset.pk
+    assert record(tester, run, verdict=FAIL, passed_runs=0, runs=4).change == "regressed"
+    assert record(tester, run, case="remembers").change == SuiteChange.NEW
+
+
+def test_start_stores_alpha_with_its_default(tester: Actor) -> None:
+    assert suite_runs.start_suite_run(tester, suites=["smoke"]).alpha == 0.05
+    assert suite_runs.start_suite_run(tester, suites=["smoke"], alpha=0.1).alpha == 0.1
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"alpha": 0},
+        {"alpha": 1},
+        {"alpha": -0.5},
+        {"alpha": math.nan},
+        {"alpha": "0.05"},
+        {"alpha": True},
+        {"instances": "assistant"},
+        {"instances": ["a", "a"]},
+        {"instances": [" "]},
+        {"instances": [5]},
+        {"keyword": ""},
+        {"keyword": 5},
+        {"keyword": "x" * 201},
+    ],
+    ids=repr,
+)
+def test_start_with_bad_selection_or_alpha_is_invalid(
+    tester: Actor, changes: dict[str, Any]
+) -> None:
+    with pytest.raises(Refusal) as refusal:
+        suite_runs.start_suite_run(tester, suites=["smoke"], **changes)
+    assert refusal.value.code == refusals.INVALID
+    assert stored() == (0, 0)
+
+
+# --- statistics and definitions ----------------------------------------------------------
+
+STATISTICS = {"pass_rate": 0.7, "interval": [0.3968, 0.8922], "pass_hat_k": 0.0}
+
+
+def test_record_stores_the_clients_statistics_and_definition_hash(tester: Actor) -> None:
+    run = suite_runs.start_suite_run(tester, suites=["smoke"])
+    case = record(
+        tester, run, verdict=FLAKY, passed_runs=7, runs=10, definition_hash=SHA_A, **STATISTICS
+    )
+    case.refresh_from_db()
+    assert (case.pass_rate, case.interval_low, case.interval_high, case.pass_hat_k) == (
+        0.7,
+        0.3968,
+        0.8922,
+        0.0,
+    )
+    assert case.definition_hash == SHA_A
+    # A record from a client before them has none.
+    older = record(tester, run, case="older")
+    assert (older.pass_rate, older.interval_low, older.definition_hash) == (None, None, "")
+
+
+BAD_STATISTICS: dict[str, dict[str, Any]] = {
+    "rate alone": {"pass_rate": 0.5},
+    "no pass_hat_k": {"pass_rate": 0.5, "interval": [0.1, 0.9]},
+    "rate outside the interval": {**STATISTICS, "pass_rate": 0.95},
+    "interval upside down": {**STATISTICS, "interval": [0.9, 0.3]},
+    "interval of three": {**STATISTICS, "interval": [0.1, 0.7, 0.9]},
+    "interval past 1": {**STATISTICS, "interval": [0.3, 1.5]},
+    "negative pass_hat_k": {**STATISTICS, "pass_hat_k": -0.1},
+    "rate text": {**STATISTICS, "pass_rate": "0.7"},
+    "rate NaN": {**STATISTICS, "pass_rate": math.nan},
+    "hash short": {"definition_hash": "abc"},
+    "hash upper case": {"definition_hash": "A" * 64},
+    "hash not text": {"definition_hash": 5},
+}
+
+
+@pytest.mark.parametrize("changes", BAD_STATISTICS.values(), ids=BAD_STATISTICS.keys())
+def test_record_incoherent_statistics_or_hash_is_invalid(
+    tester: Actor, changes: dict[str, Any]
+) -> None:
+    """The server checks the client's numbers (each in [0, 1], the rate in its interval) and
+    recomputes nothing."""
+    run = suite_runs.start_suite_run(tester, suites=["smoke"])
+    with pytest.raises(Refusal) as refusal:
+        record(tester, run, **changes)
+    assert refusal.value.code == refusals.INVALID
+    assert SuiteCase.objects.count() == 0
+
+
+def test_record_case_whose_definition_changed_is_changed_not_regressed(tester: Actor) -> None:
+    baseline = suite_runs.start_suite_run(tester, suites=["smoke"])
+    record(tester, baseline, passed_runs=4, runs=4, definition_hash=SHA_A)
+    suite_runs.end_suite_run(tester, run_id=baseline.pk)
+    run = suite_runs.start_suite_run(tester, suites=["smoke"], compare="last")
+    case = record(tester, run, verdict=FAIL, passed_runs=0, runs=4, definition_hash=SHA_B)
+    assert (case.change, case.p_value) == (SuiteChange.CHANGED, None)
+    assert run.counts["regressed"] == 0
+
+
+# --- silent runs ---------------------------------------------------------------------------
+
+
+def silent_for(run: SuiteRun, seconds: float) -> None:
+    """The run's last activity, and every tester thread's, `seconds` ago."""
+    past = timezone.now() - timedelta(seconds=seconds)
+    SuiteRun.objects.filter(pk=run.pk).update(active_at=past)
+    Thread.objects.filter(owner="tester").update(active_at=past)
+
+
+def test_run_silent_past_the_limit_is_halted_by_the_next_look(
+    tester: Actor, tester_thread: int, settings: Any
+) -> None:
+    """No record and no tester turn for MOSAIC_SUITE_RUN_SILENCE_SECONDS: the run's client is
+    gone, and the next verb of the business (a list, a read, a start, a record) halts it with
+    its reason; a run silent for less stays running."""
+    settings.MOSAIC_SUITE_RUN_SILENCE_SECONDS = 600
+    gone = suite_runs.start_suite_run(tester, suites=["smoke"])
+    quiet = suite_runs.start_suite_run(tester, suites=["smoke"])
+    silent_for(gone, 601)
+    SuiteRun.objects.filter(pk=quiet.pk).update(active_at=timezone.now() - timedelta(seconds=599))
+
+    states = {run.pk: run.state for run in suite_runs.list_suite_runs(tester)}
+    assert states == {gone.pk: "halted", quiet.pk: "running"}
+    gone.refresh_from_db()
+    assert "silent for more than 600 s" in gone.end_reason
+    with pytest.raises(Refusal) as refusal:
+        record(tester, gone)
+    assert refusal.value.code == refusals.INVALID
+    # Nor is it a baseline for "last": it was halted, not finished.
+    assert suite_runs.start_suite_run(tester, suites=["smoke"], compare="last").baseline is None
+
+
+def test_run_silent_while_the_tester_talks_stays_running(
+    tester: Actor, tester_thread: int, settings: Any
+) -> None:
+    """A client between records may be in a long case's repeats: a turn or reply in any
+    tester thread of the business within the limit keeps its runs running."""
+    settings.MOSAIC_SUITE_RUN_SILENCE_SECONDS = 600
+    run = suite_runs.start_suite_run(tester, suites=["smoke"])
+    silent_for(run, 601)
+    Thread.objects.filter(pk=tester_thread).update(active_at=timezone.now())
+    assert suite_runs.read_suite_run(tester, run_id=run.pk).run.state == "running"
+    # Recorded, its activity is now: the limit counts from its latest record.
+    record(tester, run, threads=[tester_thread])
+    Thread.objects.filter(pk=tester_thread).update(
+        active_at=timezone.now() - timedelta(seconds=601)
+    )
+    assert suite_runs.read_suite_run(tester, run_id=run.pk).run.state == "running"
+
+
+def test_silent_run_of_another_business_is_left_to_its_own(
+    tester: Actor, other_business: Business, settings: Any
+) -> None:
+    settings.MOSAIC_SUITE_RUN_SILENCE_SECONDS = 600
+    theirs = suite_runs.start_suite_run(Actor.tester(business_id=other_business.pk), suites=["s"])
+    silent_for(theirs, 601)
+    suite_runs.list_suite_runs(tester)
+    theirs.refresh_from_db()
+    assert theirs.state == "running"
+
+
 # --- reads -------------------------------------------------------------------------------
 
 
@@ -454,11 +740,12 @@ def test_list_bad_query_is_invalid(tester: Actor, query: dict[str, int]) -> None
 def test_counts_count_each_verdict_and_the_regressions(tester: Actor) -> None:
     baseline = suite_runs.start_suite_run(tester, suites=["smoke"])
     for case in ("a", "b", "c"):
-        record(tester, baseline, case=case, verdict=PASS)
+        record(tester, baseline, case=case, verdict=PASS, passed_runs=4, runs=4)
     suite_runs.end_suite_run(tester, run_id=baseline.pk)
     run = suite_runs.start_suite_run(tester, suites=["smoke"], compare="last")
     for case, verdict in (("a", PASS), ("b", FAIL), ("c", ERROR), ("d", FLAKY), ("e", FAIL)):
-        record(tester, run, case=case, verdict=verdict)
+        passed = {PASS: 4, FLAKY: 3}.get(verdict, 0)
+        record(tester, run, case=case, verdict=verdict, passed_runs=passed, runs=4)
     expected = {"pass": 1, "flaky": 1, "fail": 2, "error": 1, "regressed": 2}
     [listed, _] = suite_runs.list_suite_runs(tester)
     assert listed.counts == expected
@@ -469,12 +756,12 @@ def test_counts_count_each_verdict_and_the_regressions(tester: Actor) -> None:
 def test_list_reads_counts_in_one_query_however_many_runs(
     tester: Actor, django_assert_num_queries: Callable[..., Any]
 ) -> None:
-    """No read per run: the counts are annotated in the list's own query (and the tester's
-    switch is one more)."""
+    """No read per run: the counts are annotated in the list's own query (the tester's switch
+    is one more, and the look for silent runs to halt a third)."""
     for n in range(4):
         run = suite_runs.start_suite_run(tester, suites=["smoke"])
         record(tester, run, case=str(n), verdict=FAIL)
-    with django_assert_num_queries(2):
+    with django_assert_num_queries(3):
         runs = suite_runs.list_suite_runs(tester)
         assert [run.counts["fail"] for run in runs] == [1, 1, 1, 1]
 
@@ -548,6 +835,13 @@ def test_suite_run_verb_while_tester_off_is_tester_off(
         {"change": "better"},
         {"suite": ""},
         {"instance": "", "threads": [1]},
+        {"pass_rate": 0.5},
+        {"pass_rate": 0.9, "interval_low": 0.1, "interval_high": 0.8, "pass_hat_k": 0.0},
+        {"pass_rate": 0.5, "interval_low": -0.1, "interval_high": 0.8, "pass_hat_k": 0.0},
+        {"pass_rate": 0.5, "interval_low": 0.1, "interval_high": 0.8, "pass_hat_k": 2.0},
+        {"p_value": 1.5},
+        {"baseline_runs": 3},
+        {"baseline_runs": 3, "baseline_passed_runs": 4},
     ],
     ids=repr,
 )
@@ -569,3 +863,28 @@ def test_database_refuses_a_case_breaking_its_constraints(
     }
     with pytest.raises(IntegrityError), transaction.atomic():
         SuiteCase.objects.create(**row)
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        {"alpha": 0.0},
+        {"alpha": 1.0},
+        {"ended_how": "finished"},
+        {"ended_how": "halted", "end_reason": "why"},
+        {"ended_how": "halted", "ended": True},
+        {"ended_how": "finished", "end_reason": "why", "ended": True},
+        {"ended_how": "", "ended": True},
+        {"ended_how": "lost", "ended": True},
+    ],
+    ids=repr,
+)
+def test_database_refuses_a_run_breaking_its_constraints(
+    business: Business, values: dict[str, Any]
+) -> None:
+    """Running has no end; an end is finished, or halted with a reason; 0 < alpha < 1."""
+    row = {"business": business, "suites": ["smoke"], **values}
+    if row.pop("ended", False):
+        row["ended_at"] = timezone.now() + timedelta(seconds=1)
+    with pytest.raises(IntegrityError), transaction.atomic():
+        SuiteRun.objects.create(**row)

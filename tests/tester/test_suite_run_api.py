@@ -10,7 +10,19 @@ import pytest
 from broker.models import Business, SuiteCase, SuiteRun
 from tests.support.listeners import ListenerClient
 
-RUN = {"id", "suites", "started_at", "ended_at", "baseline", "counts"}
+RUN = {
+    "id",
+    "suites",
+    "started_at",
+    "ended_at",
+    "baseline",
+    "counts",
+    "instances",
+    "keyword",
+    "alpha",
+    "state",
+    "reason",
+}
 COUNTS = {"pass", "flaky", "fail", "error", "regressed"}
 CASE = {
     "id",
@@ -25,6 +37,13 @@ CASE = {
     "failures",
     "repeats",
     "attempts",
+    "pass_rate",
+    "interval",
+    "pass_hat_k",
+    "definition_hash",
+    "baseline_passed_runs",
+    "baseline_runs",
+    "p_value",
     "created_at",
 }
 
@@ -72,6 +91,7 @@ def test_suite_run_routes_answer_their_shapes_on_the_tester_listener(
         case_body(
             verdict="fail",
             passed_runs=0,
+            runs=4,
             threads=[tester_thread_id],
             failures=[{"repeat": 1, "turn": 0, "sent": "hi", "expected": "hello", "actual": "no"}],
             repeats=[{"thread": tester_thread_id, "ms": [812.5], "model": None}],
@@ -97,8 +117,11 @@ def test_suite_run_routes_answer_their_shapes_on_the_tester_listener(
         "/api/suite-runs", {"suites": ["billing", "smoke"], "compare": "last"}
     ).json()["run"]
     assert second["baseline"] == run["id"]
-    fixed = tester_client.post(f"/api/suite-runs/{second['id']}/cases", case_body())
-    assert fixed.json()["case"]["change"] == "fixed"
+    fixed = tester_client.post(
+        f"/api/suite-runs/{second['id']}/cases", case_body(passed_runs=4, runs=4)
+    ).json()["case"]
+    assert (fixed["change"], fixed["p_value"]) == ("fixed", pytest.approx(1 / 70))
+    assert (fixed["baseline_passed_runs"], fixed["baseline_runs"]) == (0, 4)
 
     listed = tester_client.get("/api/suite-runs")
     assert (listed.status_code, set(listed.json())) == (200, {"runs"})
@@ -282,6 +305,14 @@ BAD_STARTS: list[Any] = [
     {"suites": ["smoke"], "compare": 1.0},
     {"suites": ["smoke"], "compare": 10**30},
     {"suites": ["smoke"], "extra": 1},
+    {"suites": ["smoke"], "alpha": 0},
+    {"suites": ["smoke"], "alpha": 1},
+    {"suites": ["smoke"], "alpha": "0.05"},
+    {"suites": ["smoke"], "alpha": None},
+    {"suites": ["smoke"], "instances": "assistant"},
+    {"suites": ["smoke"], "instances": ["a", "a"]},
+    {"suites": ["smoke"], "keyword": ""},
+    {"suites": ["smoke"], "keyword": 5},
     ["smoke"],
 ]
 BAD_CASES: list[Any] = [
@@ -304,6 +335,12 @@ BAD_CASES: list[Any] = [
     case_body(attempts=[{"text": "\ud800"}]),
     # One list under both its names.
     case_body(repeats=[{"repeat": 1}], attempts=[{"repeat": 1}]),
+    case_body(pass_rate=1.0),
+    case_body(pass_rate=1.0, interval=[0.2], pass_hat_k=1.0),
+    case_body(pass_rate="1", interval=[0.2, 1.0], pass_hat_k=1.0),
+    case_body(pass_rate=0.1, interval=[0.2, 1.0], pass_hat_k=1.0),
+    case_body(definition_hash="x" * 64),
+    case_body(definition_hash=5),
     {key: value for key, value in case_body().items() if key != "verdict"},
 ]
 
@@ -325,9 +362,54 @@ def test_suite_run_bad_case_is_invalid(
     assert stored() == (1, 0)
 
 
+def test_suite_run_stores_the_selection_statistics_and_a_halted_end(
+    tester_client: ListenerClient,
+) -> None:
+    """A run's selection and alpha, a case's statistics and definition hash, served as
+    stored; an end with a reason is `halted` with it, one without `finished`."""
+    started = tester_client.post(
+        "/api/suite-runs",
+        {"suites": ["smoke"], "alpha": 0.01, "instances": ["", "helper"], "keyword": "greets"},
+    ).json()["run"]
+    assert (started["alpha"], started["instances"], started["keyword"]) == (
+        0.01,
+        ["", "helper"],
+        "greets",
+    )
+    assert (started["state"], started["reason"]) == ("running", None)
+    statistics = {
+        "pass_rate": 1.0,
+        "interval": [0.20654329147389294, 1.0],
+        "pass_hat_k": 1.0,
+        "definition_hash": "0" * 64,
+    }
+    case = tester_client.post(
+        f"/api/suite-runs/{started['id']}/cases", case_body(instance="", **statistics)
+    ).json()["case"]
+    assert {key: case[key] for key in statistics} == statistics
+    halted = tester_client.post(
+        f"/api/suite-runs/{started['id']}/end", {"reason": "tester-off: tests are off"}
+    ).json()["run"]
+    assert (halted["state"], halted["reason"]) == ("halted", "tester-off: tests are off")
+    plain = tester_client.post("/api/suite-runs", {"suites": ["smoke"]}).json()["run"]
+    assert (plain["alpha"], plain["instances"], plain["keyword"]) == (0.05, [], None)
+    finished = tester_client.post(f"/api/suite-runs/{plain['id']}/end", {}).json()["run"]
+    assert (finished["state"], finished["reason"]) == ("finished", None)
+
+
+@pytest.mark.parametrize("body", [{"reason": ""}, {"reason": 5}, {"reason": "x" * 2001}], ids=repr)
+def test_suite_run_end_with_a_bad_reason_is_invalid(
+    tester_client: ListenerClient, run_id: int, body: Any
+) -> None:
+    assert refusal(tester_client.post(f"/api/suite-runs/{run_id}/end", body), 400) == "invalid"
+    assert SuiteRun.objects.get(pk=run_id).state == "running"
+
+
 @pytest.mark.parametrize(
     "body",
     [
+        b'{"suites": ["smoke"], "alpha": 1e400}',
+        b'{"suites": ["smoke"], "alpha": NaN}',
         b'{"suites": ["smoke"], "compare": 1e400}',
         b'{"suites": ["smoke"], "compare": NaN}',
         b'{"suites": ["\\ud800"]}',
