@@ -792,7 +792,8 @@ class SuiteCase(models.Model):
             models.CheckConstraint(
                 condition=~Q(instance="") | Q(threads=[]), name="suite_case_instance_of_threads"
             ),
-            # All four statistics or none, each within [0, 1], the rate inside its interval.
+            # The rate and its interval together or neither, within [0, 1], the rate inside
+            # its interval; pass^k only beside them, within [0, 1].
             models.CheckConstraint(
                 condition=Q(
                     pass_rate__isnull=True,
@@ -804,14 +805,12 @@ class SuiteCase(models.Model):
                     pass_rate__isnull=False,
                     interval_low__isnull=False,
                     interval_high__isnull=False,
-                    pass_hat_k__isnull=False,
                     interval_low__gte=0,
                     pass_rate__gte=F("interval_low"),
                     interval_high__gte=F("pass_rate"),
                     interval_high__lte=1,
-                    pass_hat_k__gte=0,
-                    pass_hat_k__lte=1,
-                ),
+                )
+                & (Q(pass_hat_k__isnull=True) | Q(pass_hat_k__gte=0, pass_hat_k__lte=1)),
                 name="suite_case_statistics_range",
             ),
             models.CheckConstraint(

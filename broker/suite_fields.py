@@ -73,7 +73,8 @@ class Statistics:
 
     pass_rate: float
     interval: tuple[float, float]
-    pass_hat_k: float
+    # None: fewer repeats ran than k (a halted case).
+    pass_hat_k: float | None
 
 
 def _invalid(detail: str) -> Refusal:
@@ -155,23 +156,23 @@ def clean_end_reason(value: object) -> str:
 def clean_statistics(
     *, pass_rate: object, interval: object, pass_hat_k: object
 ) -> Statistics | None:
-    """The three statistics together, or none of them (None: a client before them): numbers
-    in [0, 1], the interval a pair `[lo, hi]` with lo ≤ pass_rate ≤ hi."""
-    given = [value is not None for value in (pass_rate, interval, pass_hat_k)]
-    if not any(given):
+    """The pass rate and its interval together, or no statistics at all (None: a client
+    before them): numbers in [0, 1], the interval a pair `[lo, hi]` with lo ≤ pass_rate ≤ hi;
+    pass^k in [0, 1] beside them, or null (fewer repeats ran than k)."""
+    if pass_rate is None and interval is None and pass_hat_k is None:
         return None
-    if not all(given):
-        raise _invalid("The pass_rate, interval and pass_hat_k go together: all or none.")
+    if pass_rate is None or interval is None:
+        raise _invalid("The pass_rate and interval go together, and pass_hat_k with them.")
     interval = _listed(interval)
     if not isinstance(interval, list) or len(interval) != 2:
         raise _invalid("The interval must be a list [low, high].")
     rate = _clean_number(pass_rate, what="pass_rate")
     low = _clean_number(interval[0], what="interval's low")
     high = _clean_number(interval[1], what="interval's high")
-    all_k = _clean_number(pass_hat_k, what="pass_hat_k")
     if not 0 <= low <= rate <= high <= 1:
         raise _invalid("The interval must hold the pass_rate: 0 ≤ low ≤ pass_rate ≤ high ≤ 1.")
-    if not 0 <= all_k <= 1:
+    all_k = None if pass_hat_k is None else _clean_number(pass_hat_k, what="pass_hat_k")
+    if all_k is not None and not 0 <= all_k <= 1:
         raise _invalid("The pass_hat_k must be from 0 to 1.")
     return Statistics(pass_rate=rate, interval=(low, high), pass_hat_k=all_k)
 

@@ -129,7 +129,7 @@ class Migration(migrations.Migration):
         ),
         migrations.AddConstraint(
             model_name='suitecase',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('interval_high__isnull', True), ('interval_low__isnull', True), ('pass_hat_k__isnull', True), ('pass_rate__isnull', True)), models.Q(('interval_high__gte', models.F('pass_rate')), ('interval_high__isnull', False), ('interval_high__lte', 1), ('interval_low__gte', 0), ('interval_low__isnull', False), ('pass_hat_k__gte', 0), ('pass_hat_k__isnull', False), ('pass_hat_k__lte', 1), ('pass_rate__gte', models.F('interval_low')), ('pass_rate__isnull', False)), _connector='OR'), name='suite_case_statistics_range'),
+            constraint=models.CheckConstraint(condition=models.Q(models.Q(('interval_high__isnull', True), ('interval_low__isnull', True), ('pass_hat_k__isnull', True), ('pass_rate__isnull', True)), models.Q(('interval_high__gte', models.F('pass_rate')), ('interval_high__isnull', False), ('interval_high__lte', 1), ('interval_low__gte', 0), ('interval_low__isnull', False), ('pass_rate__gte', models.F('interval_low')), ('pass_rate__isnull', False), models.Q(('pass_hat_k__isnull', True), models.Q(('pass_hat_k__gte', 0), ('pass_hat_k__lte', 1)), _connector='OR')), _connector='OR'), name='suite_case_statistics_range'),
         ),
         migrations.AddConstraint(
             model_name='suitecase',

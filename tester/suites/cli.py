@@ -8,12 +8,15 @@ with an earlier one when asked, and its passed repeats' threads archived.
 
 Exit status: 0 when no case is `fail` or `error` (with `--fail-on-regression`: when no case
 regressed), 1 otherwise, 2 for a usage error, a refused file, a refusal from the listener or a
-listener that does not answer.
+listener that does not answer, 130 when interrupted. A stored test run that cannot finish (a
+refusal, an interruption, the client failing) is ended `halted` with its reason.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import math
 import os
 import sys
 import time
@@ -25,9 +28,12 @@ from .client import ListenerError, TesterClient
 from .files import REPEAT_MAX, SuiteFileRefused, load_suites
 from .html_report import write_html
 from .runner import ERROR, FAIL, CaseReport, Plan, TestRun, plans, run_plans
+from .statistics import DEFAULT_ALPHA
 
 FAILED_STATUS = 1
 REFUSED_STATUS = 2
+# A shell's status for a process ended by SIGINT (128 + 2).
+INTERRUPTED_STATUS = 130
 URL_VARIABLE = "MOSAIC_TESTER_URL"
 
 
@@ -48,6 +54,17 @@ def positive(limit: int) -> Any:
 
     number.__name__ = f"a number from 1 to {limit}"
     return number
+
+
+def alpha_level(value: str) -> float:
+    """A significance level: more than 0 and less than 1."""
+    parsed = float(value)
+    if not math.isfinite(parsed) or not 0 < parsed < 1:
+        raise ValueError(value)
+    return parsed
+
+
+alpha_level.__name__ = "a number more than 0 and less than 1"
 
 
 def run_id(value: str) -> str | int:
@@ -99,6 +116,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="compare with the previous run of the same suites, or with run RUN_ID",
     )
     parser.add_argument(
+        "--alpha",
+        type=alpha_level,
+        default=DEFAULT_ALPHA,
+        metavar="P",
+        help=f"a change is significant when its p-value is below P (default {DEFAULT_ALPHA})",
+    )
+    parser.add_argument(
         "--fail-on-regression",
         action="store_true",
         help="exit 1 only when a case regressed (compares with the last run unless --compare)",
@@ -138,6 +162,23 @@ def run(options: argparse.Namespace, *, out: Writer, err: Writer, url: str) -> i
         err.write(f"{refusal}\n")
         err.flush()
         return REFUSED_STATUS
+    except KeyboardInterrupt:
+        err.write("interrupted: the test run was halted\n")
+        err.flush()
+        return INTERRUPTED_STATUS
+
+
+def planned_instances(planned: Sequence[Plan]) -> list[str]:
+    """The instances the cases are planned on, sorted, "" for the business's default: with the
+    suites and `-k`, what the listener's `--compare last` matches."""
+    return sorted({plan.instance or "" for plan in planned})
+
+
+def halt(client: TesterClient, run_id: int, reason: str) -> None:
+    """End the stored test run `halted` with `reason`. A listener that cannot be reached leaves
+    it running, for the listener to halt once it has been silent too long."""
+    with contextlib.suppress(ListenerError):
+        client.end_test_run(run_id, halted=reports.clipped(reason) or "halted")
 
 
 def _run(options: argparse.Namespace, *, out: Writer, url: str) -> int:
@@ -166,34 +207,64 @@ def _run(options: argparse.Namespace, *, out: Writer, url: str) -> int:
     started = time.monotonic()
     try:
         stored = client.start_test_run(
-            suites=sorted({suite.name for suite in suites}), compare=compare
+            suites=sorted({suite.name for suite in suites}),
+            compare=compare,
+            alpha=options.alpha,
+            instances=planned_instances(planned),
+            keyword=options.keyword or None,
         )
     except ListenerError as refusal:
         raise Refused(str(refusal)) from refusal
+    notes: list[str] = []
+    if stored.get("baseline") is not None:
+        too_few = reports.too_few_repeats_note(planned, options.alpha)
+        if too_few is not None:
+            notes.append(too_few)
+            if not options.json:
+                tell(too_few)
     history_refusal: list[ListenerError] = []
 
     def on_report(report: CaseReport) -> None:
         try:
-            report.change = client.record_case(stored["id"], reports.stored_record(report))[
-                "change"
-            ]
+            kept = client.record_case(stored["id"], reports.stored_record(report))
         except ListenerError as refusal:
             history_refusal.append(refusal)
+        else:
+            report.change = kept["change"]
+            report.p_value = kept.get("p_value")
+            if kept.get("baseline_runs") is not None:
+                report.baseline_tally = (kept["baseline_passed_runs"], kept["baseline_runs"])
         if options.json:
             tell(reports.json_line(report))
         else:
             tell(reports.line(report, with_instance=several, compared=compare is not None))
 
-    test_run = run_plans(planned, client, jobs=options.jobs, on_report=on_report)
+    try:
+        test_run = run_plans(planned, client, jobs=options.jobs, on_report=on_report)
+    except KeyboardInterrupt:
+        halt(client, stored["id"], "interrupted: the client was stopped (Ctrl-C)")
+        raise
+    except Exception as error:
+        halt(client, stored["id"], f"the client failed: {type(error).__name__}: {error}")
+        raise
     refusals = [test_run.refusal] if test_run.refusal else history_refusal
-    if not refusals:
+    if refusals:
+        halt(client, stored["id"], str(refusals[0]))
+    else:
         try:
-            client.end_test_run(stored["id"])
-            if not options.keep_threads:
+            ended = client.end_test_run(stored["id"])
+            if ended.get("state") == "halted":
+                # The listener halted it first: silent past its limit.
+                refusals = [ListenerError("halted", str(ended.get("reason")))]
+            elif not options.keep_threads:
                 archive_passed(client, test_run)
         except ListenerError as failed:
             refusals = [failed]
-    _report(options, test_run, planned, tell, started, stored, compare, client.url)
+    # The note on repeats was told before the cases; the coverage is told with the summary.
+    coverage = reports.coverage_note(test_run, stored.get("baseline"))
+    untold = [coverage] if coverage is not None else []
+    notes += untold
+    _report(options, test_run, planned, tell, started, stored, compare, client.url, notes, untold)
     if refusals:
         raise Refused(str(refusals[0]))
     return status(test_run, fail_on_regression=options.fail_on_regression)
@@ -208,6 +279,8 @@ def _report(
     stored: dict[str, Any],
     compare: object,
     console_url: str,
+    notes: Sequence[str],
+    untold: Sequence[str],
 ) -> None:
     several = len({plan.instance for plan in planned}) > 1
     baseline = stored.get("baseline") if compare is not None else None
@@ -221,14 +294,17 @@ def _report(
             run_id=stored["id"],
             baseline=baseline,
             console_url=console_url,
+            notes=notes,
         )
     if options.json:
-        tell(reports.json_summary(test_run, run_id=stored["id"]))
+        tell(reports.json_summary(test_run, run_id=stored["id"], notes=notes))
         return
     for plan in test_run.not_run:
         tell(reports.not_run_line(plan, with_instance=several))
     for row in reports.instance_matrix(test_run.reports):
         tell(row)
+    for note in untold:
+        tell(note)
     tell(
         reports.summary(
             test_run, time.monotonic() - started, run_id=stored["id"], baseline=baseline

@@ -247,16 +247,35 @@ class TesterClient:
 
     # --- the stored history of test runs (tester listener only) ---
 
-    def start_test_run(self, *, suites: list[str], compare: str | int | None) -> dict[str, Any]:
-        _, answer = self.write("POST", "/api/suite-runs", {"suites": suites, "compare": compare})
+    def start_test_run(
+        self,
+        *,
+        suites: list[str],
+        compare: str | int | None,
+        alpha: float,
+        instances: list[str],
+        keyword: str | None,
+    ) -> dict[str, Any]:
+        """A stored test run of `suites`, planned on `instances` ("" is the default) with the
+        case selection `keyword`, compared with `compare` at `alpha`."""
+        body = {
+            "suites": suites,
+            "compare": compare,
+            "alpha": alpha,
+            "instances": instances,
+            "keyword": keyword,
+        }
+        _, answer = self.write("POST", "/api/suite-runs", body)
         return dict(answer["run"])
 
     def record_case(self, run_id: int, record: dict[str, Any]) -> dict[str, Any]:
         _, answer = self.write("POST", f"/api/suite-runs/{run_id}/cases", record)
         return dict(answer["case"])
 
-    def end_test_run(self, run_id: int) -> dict[str, Any]:
-        _, answer = self.write("POST", f"/api/suite-runs/{run_id}/end", {})
+    def end_test_run(self, run_id: int, *, halted: str | None = None) -> dict[str, Any]:
+        """End a stored test run: finished, or (`halted`, its reason) halted."""
+        body = {} if halted is None else {"reason": halted}
+        _, answer = self.write("POST", f"/api/suite-runs/{run_id}/end", body)
         return dict(answer["run"])
 
     # --- the thread's socket ---

@@ -1,6 +1,7 @@
 """`--html PATH`: one self-contained page of a test run, readable offline from a file.
 
-Every case on every instance, its verdict, `k/N` and change, and under it each repeat's
+Every case on every instance, its verdict, `k/N`, the pass rate's 95% interval and pass^k, its
+change (with its p-value, or "within noise"), and under it each repeat's
 transcript with each turn's steps (the tool calls made answering it), its timings, tokens, model
 and the judge's votes (`pass`, `fail` or `invalid`, each with its reason); a turn the judge
 could not grade is there with its reply. The page carries its own style and no script, image or
@@ -15,7 +16,7 @@ from datetime import UTC, datetime
 from html import escape
 from pathlib import Path
 
-from .reports import instance_matrix, miss, name_of
+from .reports import change_text, instance_matrix, interval_text, miss, name_of
 from .runner import VERDICTS, CaseReport, Plan, Repeat, TestRun, TurnRecord
 from .steps import describe_step
 
@@ -43,6 +44,7 @@ details { margin: .5rem 0 .5rem 1rem; }
 .facts { font-size: .85rem; color: var(--muted); }
 .again { font-size: .8rem; font-weight: 700; color: var(--muted); }
 .miss { border-left: 3px solid var(--fail); padding-left: .6rem; margin: .4rem 0; }
+.note { border-left: 3px solid var(--flaky); padding-left: .6rem; }
 .steps { font-size: .85rem; margin: .2rem 0; padding-left: 1.5rem; overflow-wrap: anywhere; }
 .steps .refused, .steps .error { color: var(--fail); }
 """
@@ -56,11 +58,19 @@ def write_html(
     run_id: int | None,
     baseline: int | None,
     console_url: str | None = None,
+    notes: Sequence[str] = (),
 ) -> None:
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(
-        page(test_run, every, run_id=run_id, baseline=baseline, console_url=console_url),
+        page(
+            test_run,
+            every,
+            run_id=run_id,
+            baseline=baseline,
+            console_url=console_url,
+            notes=notes,
+        ),
         encoding="utf-8",
     )
 
@@ -72,6 +82,7 @@ def page(
     run_id: int | None,
     baseline: int | None,
     console_url: str | None = None,
+    notes: Sequence[str] = (),
 ) -> str:
     title = f"Conversation tests — run {run_id}" if run_id is not None else "Conversation tests"
     counts = ", ".join(f"{test_run.count(verdict)} {verdict}" for verdict in VERDICTS)
@@ -88,6 +99,7 @@ def page(
         f"<h1>{escape(title)}</h1>",
         f'<p class="muted">{escape(counts + compared)}; written '
         f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC</p>",
+        *(f'<p class="note">{escape(note)}</p>' for note in notes),
     ]
     matrix = instance_matrix(test_run.reports)
     if matrix:
@@ -128,14 +140,26 @@ def _matrix(reports: Sequence[CaseReport]) -> str:
     return "".join(rows)
 
 
+def _pass_hat_k(report: CaseReport) -> str:
+    """`pass^5 0.00`, or `pass^5 —` when fewer repeats ran than k."""
+    value = report.pass_hat_k
+    return f"pass^{report.plan.repeat} {'—' if value is None else f'{value:.2f}'}"
+
+
 def _overview(test_run: TestRun, several: bool) -> str:
-    rows = ["<table><tr><th>case</th><th>verdict</th><th>repeats</th><th>change</th></tr>"]
+    rows = [
+        "<table><tr><th>case</th><th>verdict</th><th>repeats</th>"
+        "<th>pass rate (95% interval)</th><th>pass^k</th><th>change</th></tr>"
+    ]
     for report in test_run.reports:
+        low, high = report.interval
         rows.append(
             f"<tr><td>{escape(name_of(report, with_instance=several))}</td>"
             f"<td>{_badge(report.verdict)}</td>"
             f"<td>{report.passed_repeats}/{report.repeat_count}</td>"
-            f"<td>{escape(report.change or '')}</td></tr>"
+            f"<td>{report.pass_rate:.0%} ({low * 100:.0f}–{high * 100:.0f}%)</td>"
+            f"<td>{escape(_pass_hat_k(report))}</td>"
+            f"<td>{escape(change_text(report))}</td></tr>"
         )
     rows.append("</table>")
     return "".join(rows)
@@ -143,10 +167,11 @@ def _overview(test_run: TestRun, several: bool) -> str:
 
 def _case(report: CaseReport, several: bool, console_url: str | None) -> str:
     heading = escape(name_of(report, with_instance=several))
-    change = f" · {escape(report.change)}" if report.change else ""
+    change = f" · {escape(change_text(report))}" if report.change else ""
     parts = [
         f'<section class="case"><h2>{_badge(report.verdict)} {heading}</h2>',
-        f'<p class="facts">{report.passed_repeats}/{report.repeat_count} passed{change} · '
+        f'<p class="facts">{report.passed_repeats}/{report.repeat_count} passed, '
+        f"{escape(interval_text(report))}, {escape(_pass_hat_k(report))}{change} · "
         f"instance {escape(report.instance or 'default')} · {report.seconds:.1f} s</p>",
     ]
     if report.first_miss is not None:

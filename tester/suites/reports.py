@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ElementTree
 from collections.abc import Sequence
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,7 @@ from .runner import (
     TestRun,
     TurnRecord,
 )
+from .statistics import can_show_a_drop, repeats_to_show_a_drop, smallest_drop_p_value
 from .steps import Step, describe_steps
 
 SHOWN = 200
@@ -76,11 +78,45 @@ def name_of(report: CaseReport, *, with_instance: bool) -> str:
     return report.title
 
 
+def interval_text(report: CaseReport) -> str:
+    """The pass rate's 95% interval in whole percents: `95% interval 44–100%`."""
+    low, high = report.interval
+    return f"95% interval {low * 100:.0f}–{high * 100:.0f}%"
+
+
+def within_noise(report: CaseReport) -> bool:
+    """The case is `same` though its pass rate moved: the move is not significant."""
+    if report.change != "same" or report.baseline_tally is None:
+        return False
+    passed, repeats = report.baseline_tally
+    return Fraction(passed, repeats) != Fraction(report.passed_repeats, report.repeat_count)
+
+
+def change_text(report: CaseReport) -> str:
+    """The change as a person reads it: `regressed (p = 0.014 against 4/4)`, `same, within
+    noise (p = 0.2 against 2/3)`, `changed: …`, `new`."""
+    change = report.change or ""
+    evidence = ""
+    if report.p_value is not None:
+        evidence = f"p = {report.p_value:.2g}"
+        if report.baseline_tally is not None:
+            evidence += f" against {report.baseline_tally[0]}/{report.baseline_tally[1]}"
+    if change in ("regressed", "fixed") and evidence:
+        return f"{change} ({evidence})"
+    if within_noise(report):
+        return f"same, within noise ({evidence})"
+    if change == "changed":
+        return "changed: its definition is not the baseline's, so it is not compared"
+    return change
+
+
 def tally(report: CaseReport, *, compared: bool) -> str:
-    """`k/N verdict`, and the change when the test run is compared."""
-    told = f"{report.passed_repeats}/{report.repeat_count} {report.verdict}"
+    """`k/N verdict` with the 95% interval, and the change when the test run is compared."""
+    told = (
+        f"{report.passed_repeats}/{report.repeat_count} {report.verdict}, {interval_text(report)}"
+    )
     if compared and report.change:
-        told += f" · {report.change}"
+        told += f" · {change_text(report)}"
     return told
 
 
@@ -137,6 +173,42 @@ def line(report: CaseReport, *, with_instance: bool = False, compared: bool = Fa
 def not_run_line(plan: Plan, *, with_instance: bool = False) -> str:
     name = plan.title + (f" [{plan.instance}]" if with_instance and plan.instance else "")
     return f"SKIP  {name}: not run"
+
+
+def too_few_repeats_note(planned: Sequence[Plan], alpha: float) -> str | None:
+    """Said once, before a compared test run: its fewest repeats of a case, compared with as
+    many, cannot make any drop significant at `alpha`; and the `repeat` that could. None when
+    every case's repeats can."""
+    few = sorted({plan.repeat for plan in planned if not can_show_a_drop(plan.repeat, alpha)})
+    if not few:
+        return None
+    fewest = few[0]
+    cases = sum(plan.repeat in few for plan in planned)
+    smallest = float(smallest_drop_p_value(fewest))
+    return (
+        f"note: with repeat = {fewest}, no drop can be significant at alpha {alpha:g} "
+        f"(even {fewest}/{fewest} → 0/{fewest} has p = {smallest:.2g}), so "
+        f"{cases} case{'s' if cases != 1 else ''} cannot regress; "
+        f"repeat = {repeats_to_show_a_drop(alpha)} could show one"
+    )
+
+
+def coverage_note(test_run: TestRun, baseline: int | None) -> str | None:
+    """When the baseline lacks some of the test run's cases, or some changed since: `compared
+    with run 12 on 1 of 6 cases; 5 not in run 12`. None when every case was compared."""
+    if baseline is None or not test_run.reports:
+        return None
+    new = sum(report.change == "new" for report in test_run.reports)
+    changed = sum(report.change == "changed" for report in test_run.reports)
+    if not new and not changed:
+        return None
+    total = len(test_run.reports)
+    told = f"compared with run {baseline} on {total - new - changed} of {total} cases"
+    if new:
+        told += f"; {new} not in run {baseline}"
+    if changed:
+        told += f"; {changed} changed since run {baseline}"
+    return told
 
 
 def summary(test_run: TestRun, seconds: float, *, run_id: int | None, baseline: int | None) -> str:
@@ -291,6 +363,18 @@ def stored_record(report: CaseReport) -> dict[str, Any]:
         "threads": report.threads,
         "failures": failures(report),
         "attempts": stored_repeats(report.repeats),
+        **statistics_record(report),
+        "definition_hash": report.plan.definition_hash,
+    }
+
+
+def statistics_record(report: CaseReport) -> dict[str, Any]:
+    """The case's statistics as its records carry them: `pass_rate`, `interval: [lo, hi]`
+    (95% Wilson) and `pass_hat_k` (null when fewer repeats ran than the case's `repeat`)."""
+    return {
+        "pass_rate": report.pass_rate,
+        "interval": list(report.interval),
+        "pass_hat_k": report.pass_hat_k,
     }
 
 
@@ -333,7 +417,12 @@ def as_json(report: CaseReport) -> dict[str, Any]:
         "passed_runs": report.passed_repeats,
         "repeat_count": report.repeat_count,
         "runs": report.repeat_count,
+        **statistics_record(report),
         "change": report.change,
+        "p_value": report.p_value,
+        "baseline_passed_repeats": report.baseline_tally[0] if report.baseline_tally else None,
+        "baseline_repeat_count": report.baseline_tally[1] if report.baseline_tally else None,
+        "definition_hash": report.plan.definition_hash,
         "status": STATUS[report.verdict],
         "thread": first.thread if first else next(iter(report.threads), None),
         "threads": report.threads,
@@ -353,15 +442,18 @@ def json_line(report: CaseReport) -> str:
     return json.dumps(as_json(report), ensure_ascii=False)
 
 
-def summary_record(test_run: TestRun, *, run_id: int | None) -> dict[str, Any]:
+def summary_record(
+    test_run: TestRun, *, run_id: int | None, notes: Sequence[str] = ()
+) -> dict[str, Any]:
     counts: dict[str, Any] = {"run": run_id}
     counts |= {verdict: test_run.count(verdict) for verdict in VERDICTS}
     counts |= {"regressed": test_run.regressed, "not_run": len(test_run.not_run)}
+    counts["notes"] = list(notes)
     return {"summary": counts}
 
 
-def json_summary(test_run: TestRun, *, run_id: int | None) -> str:
-    return json.dumps(summary_record(test_run, run_id=run_id))
+def json_summary(test_run: TestRun, *, run_id: int | None, notes: Sequence[str] = ()) -> str:
+    return json.dumps(summary_record(test_run, run_id=run_id, notes=notes), ensure_ascii=False)
 
 
 # --- JUnit -----------------------------------------------------------------------------------

@@ -23,10 +23,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .client import ListenerError, Outcome, TesterClient
+from .definitions import definition_hash
 from .expectations import Checked, check_conversation, check_turn
 from .files import Case, Expect, Suite
 from .judge import Judge, JudgeConfig, JudgeError, Transcript, Vote, heard, turn_transcript
 from .matchers import Failure
+from .statistics import pass_hat_k, wilson_interval
 
 PASS = "pass"
 FLAKY = "flaky"
@@ -124,16 +126,25 @@ class Plan:
     def title(self) -> str:
         return f"{self.suite.name} · {self.case.name}"
 
+    @property
+    def definition_hash(self) -> str:
+        """The sha256 of what the case tests (`definitions`), stored to tell an edited case
+        from a regressed one."""
+        return definition_hash(self.suite, self.case)
+
 
 @dataclass
 class CaseReport:
     """A case on one instance: every repeat, the verdict over them, and (once stored) how it
-    compares with the baseline test run."""
+    compares with the baseline test run: its change, the p-value it rests on, and the
+    baseline's `k/N`."""
 
     plan: Plan
     repeats: list[Repeat]
     verdict: str
     change: str | None = None
+    p_value: float | None = None
+    baseline_tally: tuple[int, int] | None = None
 
     @property
     def instance(self) -> str:
@@ -150,6 +161,20 @@ class CaseReport:
     @property
     def repeat_count(self) -> int:
         return len(self.repeats)
+
+    @property
+    def pass_rate(self) -> float:
+        return self.passed_repeats / self.repeat_count
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        """The pass rate's 95% Wilson interval."""
+        return wilson_interval(self.passed_repeats, self.repeat_count)
+
+    @property
+    def pass_hat_k(self) -> float | None:
+        """pass^k with k the case's `repeat` (None: fewer repeats ran)."""
+        return pass_hat_k(self.passed_repeats, self.repeat_count, self.plan.repeat)
 
     @property
     def threads(self) -> list[int]:
@@ -433,7 +458,13 @@ def run_plans(
         for number in range(1, plan.repeat + 1)
     ]
     with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="case") as pool:
-        list(pool.map(lambda task: play(*task), tasks))
+        try:
+            list(pool.map(lambda task: play(*task), tasks))
+        except BaseException:
+            # Interrupted (Ctrl-C) or broken: the repeats not started are not started, and the
+            # pool waits only for those under way.
+            halted.set()
+            raise
     test_run.reports = [reports[index] for index in sorted(reports)]
     test_run.not_run = [plan for index, plan in enumerate(planned) if index not in reports]
     return test_run

@@ -608,6 +608,9 @@ def test_record_stores_the_clients_statistics_and_definition_hash(tester: Actor)
         0.0,
     )
     assert case.definition_hash == SHA_A
+    # A case halted before k repeats ran has no pass^k.
+    halted = record(tester, run, case="halted", pass_rate=0.0, interval=[0.0, 0.79])
+    assert (halted.pass_rate, halted.pass_hat_k) == (0.0, None)
     # A record from a client before them has none.
     older = record(tester, run, case="older")
     assert (older.pass_rate, older.interval_low, older.definition_hash) == (None, None, "")
@@ -615,7 +618,8 @@ def test_record_stores_the_clients_statistics_and_definition_hash(tester: Actor)
 
 BAD_STATISTICS: dict[str, dict[str, Any]] = {
     "rate alone": {"pass_rate": 0.5},
-    "no pass_hat_k": {"pass_rate": 0.5, "interval": [0.1, 0.9]},
+    "no interval": {"pass_rate": 0.5, "pass_hat_k": 0.0},
+    "pass_hat_k alone": {"pass_hat_k": 0.0},
     "rate outside the interval": {**STATISTICS, "pass_rate": 0.95},
     "interval upside down": {**STATISTICS, "interval": [0.9, 0.3]},
     "interval of three": {**STATISTICS, "interval": [0.1, 0.7, 0.9]},

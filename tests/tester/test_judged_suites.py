@@ -526,46 +526,79 @@ expect = { contains = ["Berlin"] }
 """
 
 
-def test_run_compare_last_fails_on_a_regression_only(
+def test_run_compare_last_fails_on_a_significant_regression_only(
     live: Served, tmp_path: Path, script: Script
 ) -> None:
-    """`--compare last --fail-on-regression`: a case that passed and now fails regressed (status
-    1); a case that failed before too is reported `same` and fails nothing (status 0)."""
+    """`--compare last --fail-on-regression` over four repeats: a case that passed 4/4 and now
+    fails 0/4 regressed (one-sided Fisher p = 1/70 < 0.05, status 1), its p-value in its JSON
+    record and the stored case; a case that failed before too is `same` and fails nothing."""
     path = write_suite(tmp_path, f'name = "regressions"\nproject = "qa"\n{CAPITAL}')
-    first = run_testassistant(path, "--url", live.url, "--json")
+    four = ("--url", live.url, "--json", "--repeat", "4")
+    first = run_testassistant(path, *four)
     assert first.status == 1, first.out + first.error
     _, first_summary = records(first)
     script.capital = "Marseille."
     try:
-        regressed = run_testassistant(
-            path, "--url", live.url, "--json", "--compare", "last", "--fail-on-regression"
-        )
-        again = run_testassistant(path, "--url", live.url, "--json", "--fail-on-regression")
+        regressed = run_testassistant(path, *four, "--compare", "last", "--fail-on-regression")
+        again = run_testassistant(path, *four, "--fail-on-regression")
     finally:
         script.capital = "Paris."
     assert regressed.status == 1, regressed.out + regressed.error
     found, summary = records(regressed)
-    assert {case["case"]: case["change"] for case in found} == {
-        "capital": "regressed",
-        "always wrong": "same",
+    told = {case["case"]: (case["change"], case["p_value"]) for case in found}
+    assert told == {
+        "capital": ("regressed", pytest.approx(1 / 70)),
+        "always wrong": ("same", 1.0),
     }
-    assert summary["regressed"] == 1
+    assert found[0]["interval"] == [0.0, pytest.approx(0.4899, abs=1e-4)]
+    assert (summary["regressed"], summary["notes"]) == (1, [])
     stored = live.tester.get(f"/api/suite-runs/{summary['run']}")
-    assert stored["run"]["baseline"] == first_summary["run"]
+    assert (stored["run"]["baseline"], stored["run"]["alpha"]) == (first_summary["run"], 0.05)
     assert {case["case"]: case["change"] for case in stored["cases"]} == {
         "capital": "regressed",
         "always wrong": "same",
     }
+    kept = {case["case"]: case for case in stored["cases"]}["capital"]
+    assert (kept["p_value"], kept["baseline_passed_runs"], kept["baseline_runs"]) == (
+        pytest.approx(1 / 70),
+        4,
+        4,
+    )
     # Both fail now, as they did in the run before: nothing regressed, status 0.
     assert again.status == 0, again.out + again.error
     found, summary = records(again)
     assert [case["verdict"] for case in found] == ["fail", "fail"]
     assert summary["regressed"] == 0
-    fixed = run_testassistant(path, "--url", live.url, "--json", "--compare", str(summary["run"]))
+    fixed = run_testassistant(path, *four, "--compare", str(summary["run"]))
     assert {case["case"]: case["change"] for case in records(fixed)[0]} == {
         "capital": "fixed",
         "always wrong": "same",
     }
+
+
+def test_run_drop_too_small_to_be_significant_is_same_within_noise(
+    live: Served, tmp_path: Path, script: Script
+) -> None:
+    """Three repeats at alpha 0.05: 3/3 → 0/3 has p = 0.05, not below alpha, so the case is
+    `same`, told "within noise" with its p-value; the run says once that three repeats cannot
+    regress and that four could; `--fail-on-regression` passes."""
+    path = write_suite(tmp_path, f'name = "noise"\nproject = "qa"\n{CAPITAL}')
+    first = run_testassistant(path, "--url", live.url, "--repeat", "3")
+    assert first.status == 1, first.out + first.error
+    script.capital = "Marseille."
+    try:
+        ran = run_testassistant(path, "--url", live.url, "--repeat", "3", "--fail-on-regression")
+    finally:
+        script.capital = "Paris."
+    assert ran.status == 0, ran.out + ran.error
+    note = (
+        "note: with repeat = 3, no drop can be significant at alpha 0.05 (even 3/3 → 0/3 has "
+        "p = 0.05), so 2 cases cannot regress; repeat = 4 could show one"
+    )
+    assert ran.out.splitlines()[0] == note
+    assert ran.out.count("note: ") == 1
+    assert "· 0/3 fail, 95% interval 0–56% · same, within noise (p = 0.05 against 3/3)" in ran.out
+    assert "; 0 regressed against run " in ran.out.splitlines()[-1]
 
 
 def test_run_is_stored_for_the_tester_and_hidden_from_the_human(

@@ -134,45 +134,55 @@ CONVERSATION_MISS = Repeat(
 # --- lines ------------------------------------------------------------------------------------
 
 MISS_TOLD = "turn 1 “hello”: expected the reply contains 'Ada'; got “Bye.”"
+TWO_OF_THREE = "95% interval 21–94%"
 
 
 @pytest.mark.parametrize(
     ("made", "options", "told"),
     [
-        (report([passed(1, 10)], PASS), {}, "PASS  smoke · greets (1 turn) · 1/1 pass"),
+        (
+            report([passed(1, 10)], PASS),
+            {},
+            "PASS  smoke · greets (1 turn) · 1/1 pass, 95% interval 21–100%",
+        ),
         (
             report([passed(n, 10 + n) for n in (1, 2, 3)], PASS, change="fixed"),
             {"compared": True},
-            "PASS  smoke · greets (1 turn) · 3/3 pass · fixed",
+            "PASS  smoke · greets (1 turn) · 3/3 pass, 95% interval 44–100% · fixed",
         ),
         (
             report([passed(1, 10)], PASS),
             {"with_instance": True},
-            "PASS  smoke · greets [alpha] (1 turn) · 1/1 pass",
+            "PASS  smoke · greets [alpha] (1 turn) · 1/1 pass, 95% interval 21–100%",
         ),
         (
             flaky(),
             {"compared": True},
-            f"FLAKY smoke · greets: repeat 2, {MISS_TOLD} · 2/3 flaky · regressed",
+            f"FLAKY smoke · greets: repeat 2, {MISS_TOLD} · 2/3 flaky, {TWO_OF_THREE} · regressed",
         ),
         # Not compared: the change is not told, whatever the report holds.
-        (flaky(), {}, f"FLAKY smoke · greets: repeat 2, {MISS_TOLD} · 2/3 flaky"),
-        (report([failed(1, 10)], FAIL), {}, f"FAIL  smoke · greets: {MISS_TOLD} · 0/1 fail"),
+        (flaky(), {}, f"FLAKY smoke · greets: repeat 2, {MISS_TOLD} · 2/3 flaky, {TWO_OF_THREE}"),
+        (
+            report([failed(1, 10)], FAIL),
+            {},
+            f"FAIL  smoke · greets: {MISS_TOLD} · 0/1 fail, 95% interval 0–79%",
+        ),
         (
             report([CONVERSATION_MISS], FAIL),
             {},
             "FAIL  smoke · greets: the conversation: expected the judge passes the conversation "
-            "(Polite.); got “the judge failed it: rude” · 0/1 fail",
+            "(Polite.); got “the judge failed it: rude” · 0/1 fail, 95% interval 0–79%",
         ),
         (
             report([errored(1)], ERROR),
             {},
-            "ERROR smoke · greets: tester-off: The tester is off. · 0/1 error",
+            "ERROR smoke · greets: tester-off: The tester is off. · 0/1 error, 95% interval 0–79%",
         ),
         (
             report([passed(1, 10), errored(2)], ERROR),
             {},
-            "ERROR smoke · greets: repeat 2: tester-off: The tester is off. · 1/2 error",
+            "ERROR smoke · greets: repeat 2: tester-off: The tester is off. · 1/2 error, "
+            "95% interval 9–91%",
         ),
         # A judge that could not grade a turn: the turn, the judge's answer and the reply.
         (
@@ -190,7 +200,7 @@ def test_line_tells_verdict_first_miss_and_k_of_n(
 
 def test_line_shortens_a_long_reply_to_one_line() -> None:
     told = reports.line(report([failed(1, 10, failure=Failure("x", "word\n" * 100))], FAIL))
-    assert "\n" not in told and told.endswith("…” · 0/1 fail")
+    assert "\n" not in told and told.endswith("…” · 0/1 fail, 95% interval 0–79%")
     assert len(told) < 300
 
 
@@ -225,6 +235,7 @@ def test_summary_counts_each_verdict_regressions_and_cases_not_run() -> None:
             "error": 1,
             "regressed": 1,
             "not_run": 1,
+            "notes": [],
         }
     }
 
@@ -272,6 +283,13 @@ CASE_KEYS = {
     "repeat_count",
     "runs",
     "change",
+    "pass_rate",
+    "interval",
+    "pass_hat_k",
+    "p_value",
+    "baseline_passed_repeats",
+    "baseline_repeat_count",
+    "definition_hash",
     "status",
     "thread",
     "threads",
@@ -329,6 +347,14 @@ def test_as_json_tells_the_first_miss_and_every_repeat() -> None:
         "repeat_count": 3,
         "runs": 3,
         "change": "regressed",
+        "pass_rate": 2 / 3,
+        "interval": [pytest.approx(0.2077, abs=1e-4), pytest.approx(0.9385, abs=1e-4)],
+        "pass_hat_k": 0.0,
+        # Not stored yet, so compared with nothing.
+        "p_value": None,
+        "baseline_passed_repeats": None,
+        "baseline_repeat_count": None,
+        "definition_hash": flaky().plan.definition_hash,
         # The legacy status: a flaky case passed.
         "status": "passed",
         "thread": 11,
@@ -444,6 +470,10 @@ def test_stored_record_keeps_no_conversation_texts_and_clips_long_failures() -> 
         "threads",
         "failures",
         "attempts",
+        "pass_rate",
+        "interval",
+        "pass_hat_k",
+        "definition_hash",
     }
     # The threads hold the conversation; the history names them.
     assert "PRIVATE-REPLY" not in json.dumps(stored)
@@ -603,7 +633,7 @@ def test_a_regenerated_turn_is_told_as_regenerate_in_every_report() -> None:
     missed = Repeat(1, 10, "alpha", [turn("Hi, Ada."), again], failure=MISSED, failed_turn=2)
     made = report([missed], FAIL)
     told = "turn 2 regenerate “hello”: expected the reply contains 'Ada'; got “Bye.”"
-    assert reports.line(made) == f"FAIL  smoke · greets: {told} · 0/1 fail"
+    assert reports.line(made) == f"FAIL  smoke · greets: {told} · 0/1 fail, 95% interval 0–79%"
     record = reports.as_json(made)
     assert (record["turn"], record["sent"], record["regenerate"]) == (2, "hello", True)
     assert [(t["sent"], t["regenerate"]) for t in record["repeats"][0]["turns"]] == [
@@ -716,7 +746,8 @@ def test_html_page_fetches_nothing_and_links_only_threads(
 
 def test_html_page_shows_k_of_n_changes_and_reasons() -> None:
     text = html_page(None)
-    assert "<td>2/3</td>" in text and "2/3 passed · regressed" in text
+    assert "<td>2/3</td>" in text and "<td>67% (21–94%)</td><td>pass^3 0.00</td>" in text
+    assert "2/3 passed, 95% interval 21–94%, pass^3 0.00 · regressed" in text
     assert "1 pass, 1 flaky, 0 fail, 0 error; 1 regressed against run 3" in text
     assert "judge: fail — rude to the user" in text
     assert "judge of the conversation: pass — polite throughout" in text
@@ -729,3 +760,59 @@ def test_write_html_writes_the_page(tmp_path: Path) -> None:
     path = tmp_path / "out" / "run.html"
     write_html(test_run, [r.plan for r in test_run.reports], path, run_id=7, baseline=None)
     assert path.read_text(encoding="utf-8").startswith("<!doctype html>")
+
+
+# --- statistics and comparisons ---------------------------------------------------------------
+
+
+def compared(change: str, p_value: float | None, baseline: tuple[int, int] | None) -> CaseReport:
+    """0/4 now, told as the listener compared it."""
+    made = report([failed(n, 10 + n) for n in range(1, 5)], FAIL, change=change)
+    made.p_value, made.baseline_tally = p_value, baseline
+    return made
+
+
+@pytest.mark.parametrize(
+    ("made", "told"),
+    [
+        (compared("regressed", 1 / 70, (4, 4)), "regressed (p = 0.014 against 4/4)"),
+        (compared("same", 0.2, (2, 4)), "same, within noise (p = 0.2 against 2/4)"),
+        (compared("same", 1.0, (0, 4)), "same"),
+        (compared("new", None, None), "new"),
+        (
+            compared("changed", None, (4, 4)),
+            "changed: its definition is not the baseline's, so it is not compared",
+        ),
+    ],
+    ids=["regressed", "within noise", "same", "new", "changed"],
+)
+def test_change_text_tells_the_p_value_and_a_move_within_noise(made: CaseReport, told: str) -> None:
+    assert reports.change_text(made) == told
+    assert reports.line(made, compared=True).endswith(f"95% interval 0–49% · {told}")
+
+
+def test_too_few_repeats_note_names_the_repeat_that_could_show_a_drop() -> None:
+    """Said once for the test run: three repeats at 0.05 cannot regress; four can."""
+    planned = [Plan(SUITE, GREETS, None, 3), Plan(SUITE, ASKS, None, 3)]
+    assert reports.too_few_repeats_note(planned, 0.05) == (
+        "note: with repeat = 3, no drop can be significant at alpha 0.05 (even 3/3 → 0/3 has "
+        "p = 0.05), so 2 cases cannot regress; repeat = 4 could show one"
+    )
+    assert reports.too_few_repeats_note([Plan(SUITE, GREETS, None, 4)], 0.05) is None
+    assert reports.too_few_repeats_note(planned, 0.1) is None
+
+
+def test_coverage_note_says_how_many_cases_were_compared() -> None:
+    test_run = TestRun(
+        reports=[
+            compared("same", 1.0, (0, 4)),
+            compared("new", None, None),
+            compared("new", None, None),
+            compared("changed", None, (4, 4)),
+        ]
+    )
+    assert reports.coverage_note(test_run, 12) == (
+        "compared with run 12 on 1 of 4 cases; 2 not in run 12; 1 changed since run 12"
+    )
+    assert reports.coverage_note(test_run, None) is None
+    assert reports.coverage_note(TestRun(reports=[compared("same", 1.0, (0, 4))]), 12) is None
