@@ -1,6 +1,7 @@
 // Test runs, on the tester's Console only: the stored history of conversation-test runs
 // (`GET /api/suite-runs`, newest first, paged with `before`) and one run's cases
-// (`GET /api/suite-runs/ID`) with their verdicts, k/N, change against the baseline, failures,
+// (`GET /api/suite-runs/ID`) with their verdicts, k/N and its 95% interval, change against the
+// baseline (with its p-value, or "within noise"), failures,
 // threads and, when the stored record has them, each turn's steps (the tool calls the assistant
 // made answering it). The human listener has none of these routes; its page has no such view and never
 // asks for them (`hasTestRuns`).
@@ -64,10 +65,18 @@ function suitesOf(run) {
   return suites;
 }
 
+// A run that ended halted (refused, interrupted, or silent too long), with why as its title.
+function haltedMark(run) {
+  const mark = element("span", "test-run-halted", "halted");
+  if (run.reason) mark.title = run.reason;
+  return mark;
+}
+
 function runWhen(run) {
   const when = element("span", "test-run-when");
   when.append(timeOf(run.started_at, { withDate: true }));
   if (run.ended_at === null) when.append(" · ", element("span", "test-run-running", "running"));
+  else if (run.state === "halted") when.append(" · ", haltedMark(run));
   return when;
 }
 
@@ -229,6 +238,32 @@ function stepsOf(turns) {
   return disclosure;
 }
 
+// A p-value as the runner prints it: two significant digits.
+const pText = (value) => String(Number(value.toPrecision(2)));
+const percent = (value) => `${Math.round(value * 100)}%`;
+
+// "95% interval 21–94%", with pass^k in its title, when the record has statistics.
+function intervalOf(found) {
+  if (!found.interval) return null;
+  const [low, high] = found.interval;
+  const told = element("span", "interval", `95% interval ${Math.round(low * 100)}–${percent(high)}`);
+  const k = found.runs;
+  told.title = `pass rate ${percent(found.pass_rate)}`;
+  if (found.pass_hat_k !== null) told.title += `, pass^${k} ${found.pass_hat_k.toFixed(2)}`;
+  return told;
+}
+
+// What the change rests on: "p = 0.014 against 4/4", "within noise (p = 0.2 against 2/3)";
+// null when there is nothing to add (new, changed, the same rate).
+function evidenceOf(found) {
+  if (found.p_value === null || found.baseline_runs === null) return null;
+  const evidence = `p = ${pText(found.p_value)} against ${found.baseline_passed_runs}/${found.baseline_runs}`;
+  if (found.change === "regressed" || found.change === "fixed") return element("span", "change-evidence", evidence);
+  const moved = found.baseline_passed_runs * found.runs !== found.passed_runs * found.baseline_runs;
+  if (found.change === "same" && moved) return element("span", "change-evidence", `within noise (${evidence})`);
+  return null;
+}
+
 function caseItem(found, compared) {
   const item = element("li", "case");
   item.dataset.verdict = found.verdict;
@@ -241,11 +276,16 @@ function caseItem(found, compared) {
   tally.title = `${found.passed_runs} of ${plural(found.runs, "repeat")} passed`;
   tally.append(element("span", "visually-hidden", " repeats passed"));
   const parts = [name, verdict, tally];
+  const interval = intervalOf(found);
+  if (interval) parts.push(interval);
   // A change says something only against a baseline; without one every case is "new".
   if (compared) {
     const change = element("span", "change", found.change);
     change.dataset.change = found.change;
+    if (found.change === "changed") change.title = "Its definition changed since the baseline: not compared.";
     parts.push(change);
+    const evidence = evidenceOf(found);
+    if (evidence) parts.push(evidence);
   }
   spaced(head, parts);
   const meta = element("div", "case-meta");
@@ -272,14 +312,18 @@ function showRun(run, cases) {
   const facts = $("test-run-facts");
   facts.replaceChildren(suitesOf(run), " · started ", timeOf(run.started_at, { withDate: true }), " · ");
   if (run.ended_at === null) facts.append(element("span", "test-run-running", "running"));
-  else facts.append("ended ", timeOf(run.ended_at, { withDate: true }));
+  else if (run.state === "halted") {
+    facts.append(haltedMark(run), " ", timeOf(run.ended_at, { withDate: true }));
+    if (run.reason) facts.append(": ", element("span", "test-run-reason", run.reason));
+  } else facts.append("ended ", timeOf(run.ended_at, { withDate: true }));
   facts.append(" · ");
   if (run.baseline === null) facts.append("no baseline");
   else {
     const baseline = element("a", "", `run ${run.baseline}`);
     baseline.href = `#run=${run.baseline}`;
-    facts.append("compared with ", baseline);
+    facts.append("compared with ", baseline, ` at alpha ${run.alpha}`);
   }
+  if (run.keyword) facts.append(" · cases matching “", element("span", "test-run-keyword", run.keyword), "”");
   $("test-run-counts").replaceChildren(counts(run));
   $("test-run-cases").replaceChildren(...cases.map((found) => caseItem(found, run.baseline !== null)));
   say($("test-run-state"), cases.length ? "" : "No cases recorded in this run.");

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from tester.suites.statistics import pass_hat_k, wilson_interval
 from tests.console.api import LiveApi
 from tests.console.pages import unique
 
@@ -37,7 +38,7 @@ def case(
     runs: int = 1,
     failures: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """One case's record, its threads the one given."""
+    """One case's record, its threads the one given, with the statistics the runner sends."""
     return {
         "suite": suite,
         "case": name,
@@ -47,6 +48,9 @@ def case(
         "runs": runs,
         "threads": [thread["id"]],
         "failures": failures or [],
+        "pass_rate": passed / runs,
+        "interval": list(wilson_interval(passed, runs)),
+        "pass_hat_k": pass_hat_k(passed, runs, runs),
     }
 
 
@@ -55,14 +59,20 @@ def failure(*, expected: str, actual: str, repeat: int = 1, turn: int | None = 1
 
 
 def store_run(
-    api: LiveApi, suites: list[str], cases: list[dict[str, Any]], *, compare: int | None = None
+    api: LiveApi,
+    suites: list[str],
+    cases: list[dict[str, Any]],
+    *,
+    compare: int | None = None,
+    halted: str | None = None,
 ) -> dict[str, Any]:
     """A run of `suites` compared with run `compare` (None: no baseline), its cases recorded in
-    order, ended; the run as the listener answers it."""
+    order, ended (`halted`: with that reason); the run as the listener answers it."""
     run = api.post("/api/suite-runs", {"suites": suites, "compare": compare})["run"]
     for record in cases:
         api.post(f"/api/suite-runs/{run['id']}/cases", record)
-    ended: dict[str, Any] = api.post(f"/api/suite-runs/{run['id']}/end", {})["run"]
+    end = {} if halted is None else {"reason": halted}
+    ended: dict[str, Any] = api.post(f"/api/suite-runs/{run['id']}/end", end)["run"]
     return ended
 
 
@@ -80,9 +90,9 @@ class History:
 
 
 def store_history(api: LiveApi) -> History:
-    """Run 1: `greets` passed (its thread archived), `refuses` failed 0/2 with `HOSTILE` as
-    what came first. Run 2, against run 1: `greets` fails 1/3 (regressed), `refuses` passes 2/2
-    (fixed), `remembers` is new."""
+    """Run 1: `greets` passed 10/10 (its thread archived), `refuses` failed 0/5 with `HOSTILE`
+    as what came first. Run 2, against run 1: `greets` fails 2/10 (regressed, p = 0.00036),
+    `refuses` passes 5/5 (fixed, p = 0.004), `remembers` is new."""
     suite = unique("smoke")
     project = api.create_project(unique("qa"))
     passed = runner_thread(api, project, unique("greets"), archived=True)
@@ -91,14 +101,14 @@ def store_history(api: LiveApi) -> History:
         api,
         [suite],
         [
-            case(suite, "greets", passed),
+            case(suite, "greets", passed, passed=10, runs=10),
             case(
                 suite,
                 "refuses",
                 failed,
                 verdict="fail",
                 passed=0,
-                runs=2,
+                runs=5,
                 failures=[
                     failure(expected='contains "No task"', actual=HOSTILE),
                     failure(expected='contains "No task"', actual="Created task", repeat=2),
@@ -115,11 +125,11 @@ def store_history(api: LiveApi) -> History:
                 "greets",
                 failed,
                 verdict="fail",
-                passed=1,
-                runs=3,
+                passed=2,
+                runs=10,
                 failures=[failure(expected="matches (?i)hello", actual="Goodbye", turn=None)],
             ),
-            case(suite, "refuses", passed, passed=2, runs=2),
+            case(suite, "refuses", passed, passed=5, runs=5),
             case(suite, "remembers", passed),
         ],
         compare=first["id"],

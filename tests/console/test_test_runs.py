@@ -14,7 +14,14 @@ from playwright.sync_api import Locator, Page, Request, expect
 from tests.console.api import LiveApi
 from tests.console.pages import create_project, messages, unique
 from tests.console.server import LiveServer
-from tests.console.suite_runs import HOSTILE, History, store_history, store_run
+from tests.console.suite_runs import (
+    HOSTILE,
+    History,
+    case,
+    runner_thread,
+    store_history,
+    store_run,
+)
 from tests.console.test_phone import small_targets
 from tests.support.console_pages import DESKTOP, PHONE, OpenConsole
 
@@ -74,13 +81,16 @@ def test_run_shows_cases_with_verdict_tally_and_change(
 
     greets = case_item(page, history.suite, "greets")
     expect(greets.locator(".verdict")).to_have_text("fail")
-    expect(greets.locator(".tally")).to_contain_text("1/3")
+    expect(greets.locator(".tally")).to_contain_text("2/10")
+    expect(greets.locator(".interval")).to_have_text("95% interval 6–51%")
     expect(greets.locator(".change")).to_have_text("regressed")
+    expect(greets.locator(".change-evidence")).to_have_text("p = 0.00036 against 10/10")
     expect(greets.locator(".failure-where")).to_have_text("Repeat 1 · the conversation")
     refuses = case_item(page, history.suite, "refuses")
     expect(refuses.locator(".verdict")).to_have_text("pass")
-    expect(refuses.locator(".tally")).to_contain_text("2/2")
+    expect(refuses.locator(".tally")).to_contain_text("5/5")
     expect(refuses.locator(".change")).to_have_text("fixed")
+    expect(refuses.locator(".change-evidence")).to_have_text("p = 0.004 against 0/5")
     expect(case_item(page, history.suite, "remembers").locator(".change")).to_have_text("new")
 
     page.get_by_role("link", name=f"run {history.first['id']}", exact=True).click()
@@ -90,6 +100,36 @@ def test_run_shows_cases_with_verdict_tally_and_change(
     expect(page.locator(".case .change")).to_have_count(0)
     page.go_back()
     expect(page.get_by_role("heading", name=f"Run {history.second['id']}")).to_be_visible()
+
+
+def test_run_shows_a_drop_within_noise_and_a_halted_end(
+    open_console: OpenConsole, tester_api: LiveApi, console_server: LiveServer
+) -> None:
+    """3/3 → 0/3 is no significant drop (p = 0.05): the case is `same`, "within noise", its
+    interval shown; a run its client halted says so, with why, in the list and the run."""
+    suite = unique("noise")
+    project = tester_api.create_project(unique("qa"))
+    thread = runner_thread(tester_api, project, unique("answers"))
+    first = store_run(tester_api, [suite], [case(suite, "answers", thread, passed=3, runs=3)])
+    halted = store_run(
+        tester_api,
+        [suite],
+        [case(suite, "answers", thread, verdict="fail", passed=0, runs=3)],
+        compare=first["id"],
+        halted="interrupted: the client was stopped (Ctrl-C)",
+    )
+    page = open_console("tester")
+    page.get_by_role("link", name="Test runs").click()
+    expect(run_entry(page, halted).locator(".test-run-halted")).to_have_text("halted")
+    page.goto(f"{console_server.tester_url}/#run={halted['id']}")
+    facts = page.locator("#test-run-facts")
+    expect(facts).to_contain_text("halted")
+    expect(facts).to_contain_text(": interrupted: the client was stopped (Ctrl-C)")
+    expect(facts).to_contain_text(f"compared with run {first['id']} at alpha 0.05")
+    answers = case_item(page, suite, "answers")
+    expect(answers.locator(".interval")).to_have_text("95% interval 0–56%")
+    expect(answers.locator(".change")).to_have_text("same")
+    expect(answers.locator(".change-evidence")).to_have_text("within noise (p = 0.05 against 3/3)")
 
 
 def test_failure_expected_and_actual_show_as_text(
