@@ -4,7 +4,7 @@ Each mutant is applied alone, to a copy of the project, never to the working tre
 checks that the mutated text occurs exactly once (a stale mutant is an error, not a pass), runs
 the whole suite against the copy, restores the file and verifies its checksum, and prints one
 line per mutant: `Mn <what> killed` or `Mn <what> survived`. It exits non-zero unless every
-mutant is killed.
+mutant is killed. Mutants are judged two at a time (TEST_WORKERS), each on a copy of its own.
 
     python tests/support/mutants.py            # every mutant
     python tests/support/mutants.py M3 M7      # some of them
@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import hashlib
 import os
+import queue
 import shutil
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -328,40 +330,66 @@ def run_suite(copy: Path, paths: tuple[str, ...] = ()) -> tuple[int, str]:
     return done.returncode, failed[0] if failed else ""
 
 
+def project_copy(scratch: Path, name: str) -> Path:
+    """A copy of the project under `scratch`, the peers' virtualenvs linked."""
+    copy = scratch / name
+    shutil.copytree(ROOT, copy, ignore=COPY_IGNORE)
+    for linked in LINKED:
+        if (ROOT / linked).exists():
+            (copy / linked).symlink_to(ROOT / linked)
+    return copy
+
+
+def judge(mutant: Mutant, copy: Path) -> str:
+    """Apply `mutant` to `copy`, run its suspects (then, if they pass, the whole suite), restore
+    the file, and say how it ended: `killed by TEST`, `survived` or `error (pytest exit N)`."""
+    target = copy / mutant.path
+    original = target.read_text()
+    before = checksum(target)
+    target.write_text(apply(mutant, original))
+    try:
+        status, first_failure = run_suite(copy, mutant.suspects)
+        if status == 0:
+            status, first_failure = run_suite(copy)
+    finally:
+        target.write_text(original)
+    if checksum(target) != before:
+        raise SystemExit(f"{mutant.id}: {mutant.path} was not restored")
+    # Killed means a test failed: pytest exit 1 naming a failed test. Anything else (a
+    # collection error, an interrupted run) is an error, not a kill.
+    if status == 0:
+        return "survived"
+    if status == 1 and first_failure:
+        return f"killed by {first_failure}"
+    return f"error (pytest exit {status})"
+
+
 def main(wanted: list[str]) -> int:
+    """Judge the mutants `wanted` (every one when none is named), as many at once as
+    TEST_WORKERS (2), each worker on a copy of its own; one line per mutant as it ends."""
     chosen = [m for m in MUTANTS if not wanted or m.id in wanted]
-    survivors = 0
-    with tempfile.TemporaryDirectory(prefix="mosaic-mutants-") as scratch:
-        copy = Path(scratch) / "project"
-        shutil.copytree(ROOT, copy, ignore=COPY_IGNORE)
-        for name in LINKED:
-            if (ROOT / name).exists():
-                (copy / name).symlink_to(ROOT / name)
-        for mutant in chosen:
-            target = copy / mutant.path
-            original = target.read_text()
-            before = checksum(target)
-            target.write_text(apply(mutant, original))
+    workers = max(1, min(len(chosen), int(os.environ.get("TEST_WORKERS", "2") or 1)))
+    pending: queue.SimpleQueue[Mutant] = queue.SimpleQueue()
+    for mutant in chosen:
+        pending.put(mutant)
+    verdicts: dict[str, str] = {}
+
+    def work(copy: Path) -> None:
+        while True:
             try:
-                status, first_failure = run_suite(copy, mutant.suspects)
-                if status == 0:
-                    status, first_failure = run_suite(copy)
-            finally:
-                target.write_text(original)
-            if checksum(target) != before:
-                raise SystemExit(f"{mutant.id}: {mutant.path} was not restored")
-            # Killed means a test failed: pytest exit 1 naming a failed test. Anything else (a
-            # collection error, an interrupted run) is an error, not a kill.
-            if status == 0:
-                verdict = "survived"
-            elif status == 1 and first_failure:
-                verdict = "killed"
-            else:
-                verdict = f"error (pytest exit {status})"
-            survivors += verdict != "killed"
-            by = f" by {first_failure}" if first_failure else ""
-            print(f"{mutant.id} {mutant.what} {verdict}{by}", flush=True)
-    return 1 if survivors else 0
+                mutant = pending.get_nowait()
+            except queue.Empty:
+                return
+            verdicts[mutant.id] = judge(mutant, copy)
+            print(f"{mutant.id} {mutant.what} {verdicts[mutant.id]}", flush=True)
+
+    with tempfile.TemporaryDirectory(prefix="mosaic-mutants-") as scratch:
+        copies = [project_copy(Path(scratch), f"project-{n}") for n in range(workers)]
+        with ThreadPoolExecutor(workers) as pool:
+            for done in [pool.submit(work, copy) for copy in copies]:
+                done.result()
+    survivors = sum(not verdict.startswith("killed") for verdict in verdicts.values())
+    return 1 if survivors or len(verdicts) != len(chosen) else 0
 
 
 if __name__ == "__main__":

@@ -161,7 +161,7 @@ def test_plugin_judge_error_is_one_line_naming_the_judge_and_its_answer(
     result.stdout.fnmatch_lines(
         [
             "*_ judged · greets politely _*",
-            "0/1 error",
+            "0/1 error, 95% interval 0–79%",
             f"turn 1 “hello”: judge: {named} *: {said}",
             "*_ test_judged _*",
             f"E   *JudgeFailed: {named} *: {said}",

@@ -188,7 +188,8 @@ TWO_OF_THREE = "95% interval 21–94%"
         (
             report([passed(1, 10), unjudged(2, 11)], ERROR),
             {},
-            f"ERROR smoke · greets: repeat 2, turn 1 “capital?”: {UNJUDGED} · 1/2 error",
+            f"ERROR smoke · greets: repeat 2, turn 1 “capital?”: {UNJUDGED} · 1/2 error, "
+            "95% interval 9–91%",
         ),
     ],
 )
