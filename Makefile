@@ -29,10 +29,14 @@ $(STAMP): requirements.txt requirements-dev.txt
 # and a C++ compiler).
 LITELLM_STAMP := .venv-litellm/.installed
 MODEL_STAMP := .venv-model/.installed
+# What a set's install needs in its environment, INSTALL_ENV_NAME: llama-cpp-python's build leaves
+# its multimodal part out, as requirements-model.txt says (a CMAKE_ARGS of your own comes after,
+# so it adds to this or overrides it).
+INSTALL_ENV_model = CMAKE_ARGS="-DLLAVA_BUILD=OFF $$CMAKE_ARGS"
 
 .venv-%/.installed: requirements-%.txt
 	test -x .venv-$*/bin/python || $(PYTHON) -m venv .venv-$*
-	.venv-$*/bin/python -m pip install --quiet --disable-pip-version-check -r $<
+	$(INSTALL_ENV_$*) .venv-$*/bin/python -m pip install --quiet --disable-pip-version-check -r $<
 	touch $@
 
 # promptfoo, a peer of the tester's OpenAI-compatible endpoint (SPEC §6.1): Node.js from PyPI

@@ -191,3 +191,19 @@ def test_model_check_runs_the_model_tests_the_default_run_leaves_out() -> None:
     assert ".venv/bin/python -m pytest -m model -rP --durations=0" in planned("model-check")
     options = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]
     assert "-m 'not model'" in options["ini_options"]["addopts"]
+
+
+def test_model_set_is_built_without_its_multimodal_part() -> None:
+    """requirements-model.txt says the Makefile leaves llama.cpp's multimodal part out: the
+    install of that set carries `-DLLAVA_BUILD=OFF` to the build (a CMAKE_ARGS of the caller's
+    after it, so it can add to or override it), and the other sets' installs carry nothing."""
+    model = planned_from_scratch(".venv-model/.installed")
+    assert [line for line in model if "pip install" in line] == [
+        'CMAKE_ARGS="-DLLAVA_BUILD=OFF $CMAKE_ARGS" .venv-model/bin/python -m pip install '
+        "--quiet --disable-pip-version-check -r requirements-model.txt"
+    ]
+    litellm = planned_from_scratch(".venv-litellm/.installed")
+    assert [line for line in litellm if "pip install" in line] == [
+        ".venv-litellm/bin/python -m pip install --quiet --disable-pip-version-check "
+        "-r requirements-litellm.txt"
+    ]
