@@ -30,6 +30,8 @@ from .html_report import write_html
 from .runner import ERROR, FAIL, CaseReport, Plan, TestRun, plans, run_plans
 from .statistics import DEFAULT_ALPHA
 
+from .visible import visible
+
 FAILED_STATUS = 1
 REFUSED_STATUS = 2
 # A shell's status for a process ended by SIGINT (128 + 2).
@@ -149,13 +151,28 @@ class Writer(Protocol):
     def flush(self) -> Any: ...
 
 
+class VisibleWriter:
+    """A writer passing everything it is given through `visible` to the one it wraps: what the
+    command prints quotes replies, judges and listeners, and none of it may act on a terminal."""
+
+    def __init__(self, writer: Writer) -> None:
+        self.writer = writer
+
+    def write(self, text: str, /) -> Any:
+        return self.writer.write(visible(text))
+
+    def flush(self) -> Any:
+        return self.writer.flush()
+
+
 class Refused(Exception):
     """The test run cannot go on: a refused file, a usage error, the listener's refusal (its
     `code: detail`)."""
 
 
 def run(options: argparse.Namespace, *, out: Writer, err: Writer, url: str) -> int:
-    """One test run as the options say; its exit status."""
+    """One test run as the options say; its exit status. Every line goes out through `visible`."""
+    out, err = VisibleWriter(out), VisibleWriter(err)
     try:
         return _run(options, out=out, url=url)
     except Refused as refusal:

@@ -25,6 +25,7 @@ from websockets.sync.client import ClientConnection, connect
 from websockets.typing import Origin
 
 from .steps import Step, steps_of
+from .visible import visible
 
 # A turn's reply states after which no reply will come (SPEC §7.1).
 ENDED_STATES = frozenset({"stopped", "failed"})
@@ -372,7 +373,8 @@ class ConversationThread:
         """Send `body` and return its reply; `NoReply` (an AssertionError) when none came."""
         outcome = self.ask(body, within=within)
         if outcome.reply is None:
-            raise NoReply(describe_no_reply(outcome, within))
+            # Told to a person by pytest: the failure's sentence may quote a model server.
+            raise NoReply(visible(describe_no_reply(outcome, within)))
         return outcome.reply
 
     def wait(self, turn: dict[str, Any], *, within: float, sent_at: float | None = None) -> Outcome:

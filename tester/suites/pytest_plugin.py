@@ -34,6 +34,7 @@ from .files import (
 from .judge import JudgeError, turn_transcript
 from .reports import miss_lines, tally
 from .runner import ERROR, FAIL, Judges, Plan, plans, run_plan
+from .visible import visible
 
 DEFAULT_PROJECT = "pytest"
 
@@ -117,8 +118,10 @@ def pytest_collection_modifyitems(
         listener.client.request("GET", "/api/chat/projects?limit=1")
     except ListenerError as refusal:
         raise pytest.UsageError(
-            f"mosaic: the tester listener at {listener.url} cannot run conversation tests: "
-            f"{refusal} (set --mosaic-url or MOSAIC_TESTER_URL)"
+            visible(
+                f"mosaic: the tester listener at {listener.url} cannot run conversation tests: "
+                f"{refusal} (set --mosaic-url or MOSAIC_TESTER_URL)"
+            )
         ) from None
 
 
@@ -166,7 +169,7 @@ class CheckedReply(Reply):
             raise JudgeFailed(str(error)) from None
         if checked.failure is not None:
             raise CheckFailed(
-                f"expected {checked.failure.expected}\nactual: {checked.failure.actual}"
+                visible(f"expected {checked.failure.expected}\nactual: {checked.failure.actual}")
             )
         return self
 
@@ -238,7 +241,7 @@ class SuiteFile(pytest.File):
         try:
             suite = load_suite(self.path)
         except SuiteFileRefused as refusal:
-            raise self.CollectError(str(refusal)) from None
+            raise self.CollectError(visible(str(refusal))) from None
         planned = plans([suite])
         several = len({plan.instance for plan in planned}) > 1
         for plan in planned:
@@ -272,11 +275,11 @@ class CaseItem(pytest.Item):
         ]
         if report.verdict in (FAIL, ERROR):
             told = "\n".join(miss_lines(report))
-            raise CaseFailed(f"{tally(report, compared=False)}\n{told}")
+            raise CaseFailed(visible(f"{tally(report, compared=False)}\n{told}"))
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, CaseFailed | ListenerError):
-            return str(excinfo.value)
+            return visible(str(excinfo.value))
         return super().repr_failure(excinfo, style=style)
 
     def reportinfo(self) -> tuple[Path, int, str]:

@@ -33,6 +33,7 @@ from .runner import (
 )
 from .statistics import can_show_a_drop, repeats_to_show_a_drop, smallest_drop_p_value
 from .steps import Step, describe_steps
+from .visible import visible, visible_json
 
 SHOWN = 200
 # The longest text of a failure, and of a judge's reason, kept in the stored history; the
@@ -439,7 +440,8 @@ def as_json(report: CaseReport) -> dict[str, Any]:
 
 
 def json_line(report: CaseReport) -> str:
-    return json.dumps(as_json(report), ensure_ascii=False)
+    """The case's JSON record on one line, its texts exact and safe to print (`visible_json`)."""
+    return visible_json(as_json(report))
 
 
 def summary_record(
@@ -519,8 +521,20 @@ def junit(test_run: TestRun, every: Sequence[Plan]) -> ElementTree.ElementTree:
         element.set("failures", str(verdicts.count(FAIL)))
         element.set("errors", str(verdicts.count(ERROR)))
         element.set("skipped", str(verdicts.count("skipped")))
+    written_visibly(root)
     ElementTree.indent(root)
     return ElementTree.ElementTree(root)
+
+
+def written_visibly(root: ElementTree.Element) -> None:
+    """Every text and attribute under `root` through `visible`: a reply's control characters
+    are characters XML 1.0 forbids, and a file holding one is not XML that any reader parses."""
+    for element in root.iter():
+        element.attrib = {name: visible(value) for name, value in element.attrib.items()}
+        if element.text:
+            element.text = visible(element.text)
+        if element.tail:
+            element.tail = visible(element.tail)
 
 
 def _properties(case: ElementTree.Element, report: CaseReport) -> None:

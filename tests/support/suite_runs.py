@@ -13,7 +13,8 @@ from typing import Any
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from tests.console.server import ROOT
+from broker.business_file import DEMO_FILE
+from tests.console.server import ROOT, LiveServer
 
 GREETS = """
 name = "smoke"
@@ -46,6 +47,25 @@ send = "hello"
 
 [[cases]]
 name = "expects goodbye"
+
+[[cases.turns]]
+send = "hello"
+expect = { contains = ["Goodbye"] }
+"""
+
+# A reply that, printed as it came, erases the line before it, returns over it and prints a
+# green PASS, then turns the rest of the line around; and a suite failing on it, from the
+# instance `hostile` (`add_model_instance`).
+SPOOFING_REPLY = (
+    "Bye.\n\x1b[2K\r\x1b[32mPASS  hostile · spoofs (1 turn) · 1/1 pass\x1b[0m \x9b2K\u202eok"
+)
+SPOOFED = """
+name = "hostile"
+project = "qa"
+
+[[cases]]
+name = "spoofs"
+instance = "hostile"
 
 [[cases.turns]]
 send = "hello"
@@ -92,3 +112,15 @@ def run_testassistant_process(*arguments: str | Path, env: dict[str, str]) -> Ra
         timeout=300,
     )
     return Ran(done.returncode, done.stdout, done.stderr)
+
+
+def add_model_instance(server: LiveServer, directory: Path, name: str, base_url: str) -> None:
+    """The demo business loaded again with one more instance, `name`, whose replies come from
+    the OpenAI-compatible model server at `base_url`."""
+    business = directory / f"{name}.toml"
+    business.write_text(
+        DEMO_FILE.read_text()
+        + f'\n[instances.{name}]\nrole = "assistant"\n\n[instances.{name}.reply]\n'
+        f'backend = "openai"\nbase_url = "{base_url}"\nmodel = "m"\n'
+    )
+    server.manage("loadbusiness", str(business))

@@ -7,13 +7,21 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ElementTree
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from tests.console.server import ROOT
 from tests.support.model_servers import FakeModel, serve_fake_model
 from tests.support.served import Served, human_left_alone
-from tests.support.suite_runs import FAILING, GREETS, write_suite
+from tests.support.suite_runs import (
+    FAILING,
+    GREETS,
+    SPOOFED,
+    SPOOFING_REPLY,
+    add_model_instance,
+    write_suite,
+)
 
 CONFTEST = 'pytest_plugins = ["tester.suites.pytest_plugin"]\n'
 
@@ -173,3 +181,34 @@ def test_plugin_judge_error_is_one_line_naming_the_judge_and_its_answer(
     ]
     # Asked twice for each check: the answer, then once again.
     assert len(judge.requests) == 4
+
+
+def test_plugin_failures_show_a_hostile_reply_escaped(
+    live: Served, pytester: pytest.Pytester, tmp_path: Path
+) -> None:
+    """A suite file's failure and `reply.check`'s both quote the reply with its control
+    characters escaped: nothing of it acts on the terminal."""
+    write_suite(pytester.path, SPOOFED, "hostile.suite.toml")
+    pytester.makepyfile(
+        """
+        def test_checks_the_reply(mosaic_tester):
+            thread = mosaic_tester.thread("fixture hostile", instance="hostile")
+            thread.send("hello", within=30).check(contains=["Goodbye"])
+        """
+    )
+    with serve_fake_model(FakeModel(content=SPOOFING_REPLY, streams=False)) as model:
+        add_model_instance(live.server, tmp_path, "hostile", model.url)
+        result = run(pytester, live)
+    result.assert_outcomes(failed=2)
+    printed = result.stdout.str() + result.stderr.str()
+    assert not {"\x1b", "\r", "\x9b", "\u202e"} & set(printed)
+    escaped = "\\x1b[2K\\x0d\\x1b[32mPASS  hostile · spoofs (1 turn) · 1/1 pass\\x1b[0m"
+    result.stdout.fnmatch_lines(
+        [
+            "*actual: Bye.",
+            f"{escaped} \\x9b2K\\u202eok",
+            "*CheckFailed: expected the reply contains 'Goodbye'",
+            "*actual: Bye.",
+            f"*{escaped} \\x9b2K\\u202eok",
+        ]
+    )

@@ -627,6 +627,32 @@ def test_junit_counts_failures_and_errors_and_names_instances() -> None:
     assert (error.get("type"), error.get("message")) == ("tester-off", "The tester is off.")
 
 
+# Every character XML 1.0 forbids, a terminal's escape sequences and a bidirectional override.
+CONTROLS = "".join(chr(code) for code in [*range(0x20), 0x7F, 0x9B, 0xFFFE, 0xFFFF]) + "\u202e"
+
+
+def test_junit_of_a_reply_full_of_control_characters_is_well_formed_xml(tmp_path: Path) -> None:
+    """Control characters in a reply, a judge's reason, a case's name and a refusal are written
+    as escapes in every text and attribute, so the file parses; the rest of the text stays."""
+    hostile = Failure(f"the reply contains 'Ada{CONTROLS}'", f"Bye.{CONTROLS}")
+    case = replace(GREETS, name=f"greets{CONTROLS}")
+    failing = report([failed(1, 10, failure=hostile)], FAIL, case=case)
+    refused = report([Repeat(1, problem=Problem("judge", f"said {CONTROLS}"))], ERROR, case=ASKS)
+    path = tmp_path / "junit.xml"
+    reports.write_junit(TestRun(reports=[failing, refused]), [failing.plan, refused.plan], path)
+    root = ElementTree.parse(path).getroot()
+    first, second = root.iter("testcase")
+    written = "\\x00\\x01\\x02\\x03\\x04\\x05\\x06\\x07\\x08\t\n\\x0b\\x0c\\x0d"
+    assert first.get("name", "").startswith(f"greets{written}\\x0e")
+    failure = first.find("failure")
+    assert failure is not None and failure.text is not None
+    assert "actual: Bye.\\x00" in failure.text
+    assert "\\x1b\\x1c" in failure.text and "\\x7f\\x9b\\ufffe\\uffff\\u202e" in failure.text
+    assert "\\x1b" in failure.get("message", "")
+    error = second.find("error")
+    assert error is not None and error.get("message", "").startswith("said \\x00")
+
+
 def test_a_regenerated_turn_is_told_as_regenerate_in_every_report() -> None:
     """R24: a turn asked again shows as `regenerate` where a turn shows what it sent; its
     records keep `sent` (the text asked again) and add `regenerate`."""

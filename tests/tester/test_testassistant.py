@@ -19,6 +19,9 @@ from tests.support.served import Served, human_left_alone
 from tests.support.suite_runs import (
     FAILING,
     GREETS,
+    SPOOFED,
+    SPOOFING_REPLY,
+    add_model_instance,
     run_testassistant,
     run_testassistant_process,
     write_suite,
@@ -240,13 +243,7 @@ def test_run_failed_turn_fails_case_with_the_failure_text(live: Served, tmp_path
     """SPEC §7.1: a turn that fails (here a model server refusing it, a permanent error) fails a
     case expecting a reply, with the turn's failure sentence; `reply = false` passes on it."""
     with serve_fake_model(FakeModel(status=400, error_message="model not found")) as model:
-        business = tmp_path / "broken.toml"
-        business.write_text(
-            DEMO_FILE.read_text()
-            + f'\n[instances.broken]\nrole = "assistant"\n\n[instances.broken.reply]\n'
-            f'backend = "openai"\nbase_url = "{model.url}"\nmodel = "m"\n'
-        )
-        live.server.manage("loadbusiness", str(business))
+        add_model_instance(live.server, tmp_path, "broken", model.url)
         suite = """
 name = "broken"
 project = "qa"
@@ -284,3 +281,30 @@ def test_run_as_a_process_exits_1_on_a_failure(live: Served, tmp_path: Path) -> 
     assert "PASS  wrong · greets (1 turn) · 1/1 pass" in ran.out
     assert ran.out.splitlines()[-1].startswith("1 pass, 0 flaky, 1 fail, 0 error")
     assert ran.error == ""
+
+
+def test_run_prints_a_hostile_reply_escaped_and_its_junit_parses(
+    live: Served, tmp_path: Path
+) -> None:
+    """A reply's escape sequences never reach the terminal: the FAIL line stays, the reply is
+    shown with `\\x1b` for ESC (C1 controls and bidirectional controls alike), JUnit holds the
+    same escapes and parses, and `--json` keeps the exact text in JSON's own escapes."""
+    with serve_fake_model(FakeModel(content=SPOOFING_REPLY, streams=False)) as model:
+        add_model_instance(live.server, tmp_path, "hostile", model.url)
+        suite = write_suite(tmp_path, SPOOFED)
+        junit = tmp_path / "hostile.xml"
+        ran = run_testassistant(suite, "--url", live.url, "--junit", junit)
+        as_json = run_testassistant(suite, "--url", live.url, "--json")
+    assert ran.status == 1, ran.out + ran.error
+    printed = ran.out + ran.error + as_json.out + as_json.error
+    assert not {"\x1b", "\r", "\x9b", "\u202e"} & set(printed)
+    [line] = [line for line in ran.out.splitlines() if "spoofs" in line]
+    assert line.startswith("FAIL  hostile · spoofs: turn 1 “hello”: expected the reply contains ")
+    assert "got “Bye. \\x1b[2K \\x1b[32mPASS hostile · spoofs (1 turn) · 1/1 pass\\x1b[0m" in line
+    assert line.endswith("\\x9b2K\\u202eok” · 0/1 fail")
+    failure = ElementTree.parse(junit).getroot().find("./testsuite/testcase/failure")
+    assert failure is not None and failure.text is not None
+    assert "actual: Bye.\n\\x1b[2K\\x0d\\x1b[32mPASS" in failure.text
+    record = as_json.json_lines()[0]
+    assert record["actual"] == SPOOFING_REPLY
+    assert record["repeats"][0]["turns"][0]["reply"] == SPOOFING_REPLY
