@@ -6,7 +6,9 @@ transcript with each turn's steps (the tool calls made answering it), its timing
 and the judge's votes (`pass`, `fail` or `invalid`, each with its reason); a turn the judge
 could not grade is there with its reply. The page carries its own style and no script, image or
 font: opening it fetches nothing. Each text is escaped; a reply is shown as the text it is,
-never rendered. Threads link to the tester Console, which is only followed when clicked.
+never rendered, its lines kept and a line too long for the page wrapped anywhere (a page showing
+a reply of one 120,000-character line is as wide as the window). Threads link to the tester
+Console, which is only followed when clicked.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ STYLE = """
 @media (prefers-color-scheme: dark) { :root { --line: #3a4048; --muted: #9aa4b0;
   --pass: #4ac26b; --flaky: #d4a72c; --fail: #ff7b72; --error: #c297ff; --bubble: #22272e; } }
 body { font: 15px/1.5 system-ui, sans-serif; max-width: 60rem; margin: 2rem auto;
-  padding: 0 1rem; }
+  padding: 0 1rem; overflow-wrap: anywhere; }
 h1 { font-size: 1.5rem; margin-bottom: .25rem; }
 .muted { color: var(--muted); }
 table { border-collapse: collapse; margin: 1rem 0; }
@@ -38,12 +40,13 @@ section.case { border-top: 1px solid var(--line); padding: .75rem 0; }
 section.case h2 { font-size: 1.05rem; margin: 0; }
 details { margin: .5rem 0 .5rem 1rem; }
 .turn { margin: .5rem 0; }
-.said { white-space: pre-wrap; overflow-wrap: anywhere; background: var(--bubble);
+.said { white-space: pre-wrap; background: var(--bubble);
   border-radius: .5rem; padding: .4rem .6rem; margin: .2rem 0; }
 .said.user { margin-left: 3rem; }
 .facts { font-size: .85rem; color: var(--muted); }
 .again { font-size: .8rem; font-weight: 700; color: var(--muted); }
-.miss { border-left: 3px solid var(--fail); padding-left: .6rem; margin: .4rem 0; }
+.miss { border-left: 3px solid var(--fail); padding-left: .6rem; margin: .4rem 0;
+  white-space: pre-wrap; }
 .note { border-left: 3px solid var(--flaky); padding-left: .6rem; }
 .steps { font-size: .85rem; margin: .2rem 0; padding-left: 1.5rem; overflow-wrap: anywhere; }
 .steps .refused, .steps .error { color: var(--fail); }

@@ -3,8 +3,10 @@ every case, and asks nothing of any server, whatever the assistant replied."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
+import pytest
 from playwright.sync_api import Browser, Request
 
 from tester.suites.client import Outcome, Reply
@@ -13,6 +15,7 @@ from tester.suites.files import Case, Suite
 from tester.suites.html_report import write_html
 from tester.suites.judge import Vote
 from tester.suites.runner import CaseReport, Plan, Repeat, TestRun, TurnRecord
+from tests.support.console_pages import DESKTOP, PHONE
 
 # Replies that would fetch something if the page rendered them instead of showing them.
 HOSTILE = [
@@ -71,3 +74,30 @@ def test_html_report_opened_from_a_file_fetches_nothing(browser: Browser, tmp_pa
     assert "Conversation tests — run 12" in text
     assert "3 pass, 0 flaky, 2 fail, 0 error" in text
     assert "tokens 9 in, 4 out" in text
+
+
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
+def test_html_report_wraps_a_reply_of_one_long_line(
+    browser: Browser, tmp_path: Path, viewport: dict[str, int]
+) -> None:
+    """A reply of 120,000 characters without a space, sent again as the turn, quoted by the
+    miss and the judge, wraps inside the page: the page is no wider than the window."""
+    line = "x" * 120_000
+    failing = report(line, line, passed=False)
+    long_case = replace(failing.plan.case, name="c" * 80)
+    failing.plan = replace(failing.plan, case=long_case)
+    turn = replace(failing.repeats[0].turns[0], sent=line, votes=(Vote(False, line),))
+    failing.repeats[0].turns[0] = turn
+    test_run = TestRun(reports=[failing, report("short", "Hello.", passed=True)])
+    path = tmp_path / "report.html"
+    write_html(test_run, [r.plan for r in test_run.reports], path, run_id=12, baseline=None)
+    context = browser.new_context(viewport=viewport)
+    page = context.new_page()
+    try:
+        page.goto(path.as_uri())
+        widths = page.evaluate(
+            "({ page: document.documentElement.scrollWidth, window: window.innerWidth })"
+        )
+    finally:
+        context.close()
+    assert widths["page"] <= widths["window"], widths
