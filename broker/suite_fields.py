@@ -25,7 +25,7 @@ INSTANCE_NAME_MAX = 100
 SUITES_MAX = 100
 # Repeats of one case (`runs`); also the most threads and attempts one case names.
 RUNS_MAX = 500
-# Cases one run holds: a run's read shows them all, so the page is bounded by design.
+# Cases one run holds.
 RUN_CASES_MAX = 2000
 # Failures one case lists, and the characters of each text in one (a turn sent, what was
 # expected, what came: as long as a message body may be).
@@ -33,9 +33,17 @@ FAILURES_MAX = 500
 FAILURE_TEXT_MAX = 32_000
 # A failure's turn: an index into a conversation.
 TURN_MAX = 10_000
-# A case's attempts as JSON, in characters, and how deep their containers nest.
-ATTEMPTS_CHARS_MAX = 200_000
+# How deep a case's attempts' containers nest.
 ATTEMPTS_DEPTH_MAX = 16
+# What one case record may store: its failures and attempts together, as JSON written in ASCII
+# (`record_size`). The conversation-test client fits its records within the same number
+# (`tester.suites.reports.STORED_RECORD`), so it never sends what is refused here; with the
+# record's other fields it stays inside the listener's default request limit (256 KiB).
+CASE_RECORD_MAX = 200_000
+# What one page of a run's read may carry, in the same measure: a page stops before a case
+# that would pass it (though it always holds one case). The answer carries the attempts twice
+# (`repeats` and `attempts`), so it stays about 1 MB however big the run.
+RUN_PAGE_SIZE_MAX = 500_000
 # The largest id or integer the databases store.
 INTEGER_MAX = 2**63 - 1
 # A run's case selection (the client's `-k` substring), and the instances one run selects.
@@ -75,6 +83,13 @@ class Statistics:
     interval: tuple[float, float]
     # None: fewer repeats ran than k (a halted case).
     pass_hat_k: float | None
+
+
+def record_size(failures: object, attempts: object) -> int:
+    """What a case record stores of its texts: its failures and its attempts, each as JSON
+    written in ASCII (every other character as its `\\u` escape), in characters, which are also
+    the bytes the client sends them in."""
+    return len(json.dumps(failures)) + len(json.dumps(attempts))
 
 
 def _invalid(detail: str) -> Refusal:
@@ -208,6 +223,12 @@ def clean_case(
         raise _invalid(f"The verdict must be one of {', '.join(verdicts)}.")
     repeats = clean_integer(runs, what="runs", low=1, high=RUNS_MAX)
     passed = clean_integer(passed_runs, what="passed_runs", low=0, high=repeats)
+    kept_failures, kept_attempts = clean_failures(failures), clean_attempts(attempts)
+    if record_size(kept_failures, kept_attempts) > CASE_RECORD_MAX:
+        raise _invalid(
+            f"The failures and attempts of a case must be at most {CASE_RECORD_MAX} characters "
+            "together, as JSON written in ASCII."
+        )
     return CaseRecord(
         suite=fields.clean_name(suite, what="suite name", limit=SUITE_NAME_MAX),
         case=fields.clean_name(case, what="case name", limit=SUITE_NAME_MAX),
@@ -216,8 +237,8 @@ def clean_case(
         passed_runs=passed,
         runs=repeats,
         threads=clean_threads(threads),
-        failures=clean_failures(failures),
-        attempts=clean_attempts(attempts),
+        failures=kept_failures,
+        attempts=kept_attempts,
         statistics=clean_statistics(pass_rate=pass_rate, interval=interval, pass_hat_k=pass_hat_k),
         definition_hash=clean_definition_hash(definition_hash),
     )
@@ -284,16 +305,14 @@ def clean_attempts(value: object) -> list[dict[str, Any]]:
     """The runner's detail of each repeat, stored as given: a list of at most RUNS_MAX objects
     whose contents are the runner's own. Bounded all the same, so every database stores them:
     JSON values only, text that UTF-8 and PostgreSQL carry (no lone surrogates, no NUL),
-    finite numbers within 64 bits, containers at most ATTEMPTS_DEPTH_MAX deep, and at most
-    ATTEMPTS_CHARS_MAX characters in all."""
+    finite numbers within 64 bits, containers at most ATTEMPTS_DEPTH_MAX deep (their size,
+    with the failures', is `clean_case`'s CASE_RECORD_MAX)."""
     value = _listed(value)
     if not isinstance(value, list) or len(value) > RUNS_MAX:
         raise _invalid(f"The attempts must be a list of at most {RUNS_MAX} objects.")
     if not all(isinstance(attempt, dict) for attempt in value):
         raise _invalid("Each attempt must be an object.")
     _check_json(value)
-    if len(json.dumps(value, ensure_ascii=False)) > ATTEMPTS_CHARS_MAX:
-        raise _invalid(f"The attempts must be at most {ATTEMPTS_CHARS_MAX} characters as JSON.")
     return value
 
 

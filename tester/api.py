@@ -164,23 +164,40 @@ class SuiteRunsView(ChatView):
 
 
 class SuiteRunView(ChatView):
-    """One of the business's suite runs, with its cases in id order."""
+    """One of the business's suite runs, with a page of its cases in id order."""
+
+    class SuiteRunReadQuery(StrictInput):
+        limit = QueryNumber(required=False, min_value=1, max_value=500)
+        after = QueryNumber(required=False, min_value=0)
 
     @extend_schema(
         operation_id="suite_run_read",
+        parameters=[
+            OpenApiParameter("limit", int, description="Page size: 1–500 cases, default 100."),
+            OpenApiParameter("after", int, description="The cases after this case id."),
+        ],
         responses={
             200: inline_serializer(
-                "SuiteRunRead", {"run": SuiteRunOut(), "cases": SuiteCaseOut(many=True)}
+                "SuiteRunRead",
+                {
+                    "run": SuiteRunOut(),
+                    "cases": SuiteCaseOut(many=True),
+                    "more": serializers.BooleanField(
+                        help_text="More cases follow: ask again with after = the last case's id."
+                    ),
+                },
             ),
             **ERRORS,
         },
     )
     def get(self, request: Request, run_id: int) -> Response:
-        found = suite_runs.read_suite_run(self.actor(), run_id=run_id)
+        query = list_query(request, self.SuiteRunReadQuery)
+        found = suite_runs.read_suite_run(self.actor(), run_id=run_id, **query)
         return Response(
             {
                 "run": SuiteRunOut(found.run).data,
                 "cases": SuiteCaseOut(found.cases, many=True).data,  # type: ignore[arg-type]
+                "more": found.more,
             }
         )
 

@@ -39,12 +39,19 @@ from broker.significance import Tally, change_p_value, drop_p_value, rise_p_valu
 COMPARE_LAST = "last"
 
 
+# Cases read from the database at a time while a page of them is measured: the read stops
+# soon after the page is full, without loading the rest of the page's cases.
+CASES_READ_AT_ONCE = 20
+
+
 @dataclass(frozen=True)
 class SuiteRunRead:
-    """A run with its counts, and its cases in id order (at most RUN_CASES_MAX)."""
+    """A run with its counts, and one page of its cases in id order; `more` when cases follow
+    the page (read them `after` its last case)."""
 
     run: SuiteRun
     cases: list[SuiteCase]
+    more: bool = False
 
 
 # --- pure rules and helpers ----------------------------------------------------------------
@@ -394,12 +401,40 @@ def list_suite_runs(
 
 
 @verb("suite_run.read", ActorKind.TESTER)
-def read_suite_run(actor: Actor, *, run_id: object) -> SuiteRunRead:
-    """One run of the business with its counts and its cases, in id order."""
+def read_suite_run(
+    actor: Actor, *, run_id: object, after: int | None = None, limit: int | None = None
+) -> SuiteRunRead:
+    """One run of the business with its counts, and a page of its cases in id order: from its
+    first case, or those with an id above `after`; at most `limit` of them (default 100, at
+    most 500), and fewer when their records would pass RUN_PAGE_SIZE_MAX together (a page
+    holds one case at least)."""
+    size = fields.clean_limit(limit)
+    cursor = fields.clean_cursor(after, what="after")
     halt_silent_runs(actor.business_id)
     run = with_counts(
         SuiteRun.objects.filter(pk=suite_fields.clean_run_id(run_id), business_id=actor.business_id)
     ).first()
     if run is None:
         raise Refusal(refusals.NOT_FOUND, "No such suite run.")
-    return SuiteRunRead(run=run, cases=list(SuiteCase.objects.filter(run=run).order_by("pk")))
+    cases = SuiteCase.objects.filter(run=run).order_by("pk")
+    if cursor is not None:
+        cases = cases.filter(pk__gt=cursor)
+    page, more = bounded_page(cases[: size + 1], size=size)
+    return SuiteRunRead(run=run, cases=page, more=more)
+
+
+def bounded_page(cases: QuerySet[SuiteCase], *, size: int) -> tuple[list[SuiteCase], bool]:
+    """The first `size` of `cases`, or fewer: the page ends before a case whose record would
+    take the page's past RUN_PAGE_SIZE_MAX (`record_size`), the first case always in it; and
+    whether any case follows the page. Read CASES_READ_AT_ONCE at a time, so what is loaded
+    past the page's end is a few cases, not the rest of a page of big ones."""
+    page: list[SuiteCase] = []
+    taken = 0
+    for case in cases.iterator(chunk_size=CASES_READ_AT_ONCE):
+        stored = suite_fields.record_size(case.failures, case.attempts)
+        if len(page) == size or (page and taken + stored > suite_fields.RUN_PAGE_SIZE_MAX):
+            # The iterator, left here, closes its cursor as it goes.
+            return page, True
+        page.append(case)
+        taken += stored
+    return page, False

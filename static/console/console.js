@@ -34,7 +34,7 @@ import {
 } from "./lists.js";
 import { $, hasTestRuns, say, state } from "./page.js";
 import { recalled, remember } from "./place.js";
-import { focusRuns, hideRuns, loadOlderRuns, showRuns } from "./runs.js";
+import { focusRuns, hideRuns, loadMoreCases, loadOlderRuns, showRuns } from "./runs.js";
 import { clearSearch, onSearch, showFound, wireSearch } from "./search.js";
 import { startThread } from "./start.js";
 import { showThreadBadge } from "./threadstate.js";
@@ -279,6 +279,7 @@ function wire() {
   wireKeys();
   if (hasTestRuns) {
     $("runs-older").addEventListener("click", loadOlderRuns);
+    $("test-run-more").addEventListener("click", loadMoreCases);
     $("runs-back").addEventListener("click", backToList);
     // The link to the place already shown changes no address: it shows the runs afresh.
     $("runs-link").addEventListener("click", () => {

@@ -1,7 +1,8 @@
 // Test runs, on the tester's Console only: the stored history of conversation-test runs
 // (`GET /api/suite-runs`, newest first, paged with `before`) and one run's cases
-// (`GET /api/suite-runs/ID`) with their verdicts, k/N and its 95% interval, change against the
-// baseline (with its p-value, or "within noise"), failures,
+// (`GET /api/suite-runs/ID`, a page at a time: "Show more cases" asks for those `after` the
+// last shown while the answer says `more`) with their verdicts, k/N and its 95% interval,
+// change against the baseline (with its p-value, or "within noise"), failures,
 // threads and, when the stored record has them, each turn's steps (the tool calls the assistant
 // made answering it). The human listener has none of these routes; its page has no such view and never
 // asks for them (`hasTestRuns`).
@@ -14,6 +15,8 @@ import { checkConnection, onReconnect } from "./connection.js";
 import { $, element, say, timeOf } from "./page.js";
 
 const PAGE_SIZE = 50;
+// A run's cases asked for at once; the server may answer fewer, to keep its answer near 1 MB.
+const CASES_PAGE = 100;
 // In the order the runner reports them; each has its colour (console.css, `data-verdict`).
 const VERDICTS = ["pass", "flaky", "fail", "error"];
 // A case's failures shown at once; the rest are drawn when their disclosure is opened, so a
@@ -26,6 +29,8 @@ let generation = 0;
 // whether it failed to load for want of a connection (loaded again when it returns).
 let shown = null;
 let failed = false;
+// The id of the last case shown of the run shown, from which "Show more cases" goes on.
+let lastCase = null;
 
 function failedToLoad(node, error) {
   say(node, error.message, "error");
@@ -307,7 +312,13 @@ function caseItem(found, compared) {
   return item;
 }
 
-function showRun(run, cases) {
+function showCases(run, cases, more) {
+  $("test-run-cases").append(...cases.map((found) => caseItem(found, run.baseline !== null)));
+  if (cases.length) lastCase = cases[cases.length - 1].id;
+  $("test-run-more").hidden = !more;
+}
+
+function showRun(run, cases, more) {
   $("test-run-title").textContent = `Run ${run.id}`;
   const facts = $("test-run-facts");
   facts.replaceChildren(suitesOf(run), " · started ", timeOf(run.started_at, { withDate: true }), " · ");
@@ -325,7 +336,7 @@ function showRun(run, cases) {
   }
   if (run.keyword) facts.append(" · cases matching “", element("span", "test-run-keyword", run.keyword), "”");
   $("test-run-counts").replaceChildren(counts(run));
-  $("test-run-cases").replaceChildren(...cases.map((found) => caseItem(found, run.baseline !== null)));
+  showCases(run, cases, more);
   say($("test-run-state"), cases.length ? "" : "No cases recorded in this run.");
 }
 
@@ -334,12 +345,30 @@ async function loadRun(id, mine) {
   $("test-run-facts").replaceChildren();
   $("test-run-counts").replaceChildren();
   $("test-run-cases").replaceChildren();
+  $("test-run-more").hidden = true;
+  lastCase = null;
   say($("test-run-state"), "Loading the run…");
   try {
-    const { run, cases } = await get(`/api/suite-runs/${id}`);
-    if (mine === generation) showRun(run, cases);
+    const { run, cases, more } = await get(query(`/api/suite-runs/${id}`, { limit: CASES_PAGE }));
+    if (mine === generation) showRun(run, cases, more);
   } catch (error) {
     if (mine === generation) failedToLoad($("test-run-state"), error);
+  }
+}
+
+// The run's next page of cases, after the last shown, added below them.
+export async function loadMoreCases() {
+  const mine = generation;
+  const runId = shown?.runId;
+  if (runId === null || runId === undefined || lastCase === null) return;
+  $("test-run-more").disabled = true;
+  try {
+    const { run, cases, more } = await get(query(`/api/suite-runs/${runId}`, { after: lastCase, limit: CASES_PAGE }));
+    if (mine === generation) showCases(run, cases, more);
+  } catch (error) {
+    if (mine === generation) say($("test-run-state"), error.message, "error");
+  } finally {
+    $("test-run-more").disabled = false;
   }
 }
 

@@ -29,7 +29,6 @@ from .files import REPEAT_MAX, SuiteFileRefused, load_suites
 from .html_report import write_html
 from .runner import ERROR, FAIL, CaseReport, Plan, TestRun, plans, run_plans
 from .statistics import DEFAULT_ALPHA
-
 from .visible import visible
 
 FAILED_STATUS = 1

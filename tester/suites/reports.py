@@ -36,13 +36,19 @@ from .steps import Step, describe_steps
 from .visible import visible, visible_json
 
 SHOWN = 200
-# The longest text of a failure, and of a judge's reason, kept in the stored history; the
-# thread and the --json report hold all of it.
+# The longest text of a failure (its sent text: STORED_SENT), and of a judge's reason, kept in
+# the stored history; the thread and the --json report hold all of it.
 STORED_TEXT = 2000
+STORED_SENT = 500
 STORED_REASON = 500
-# What a case's repeats may take in the stored history (within the listener's request limit),
-# and how many failed repeats keep their turns when a case is over it.
-STORED_REPEATS = 150_000
+# What one case's stored record may hold of its texts: its failures and repeats together, as
+# JSON written in ASCII (`record_size`). The listener refuses a record over it (the broker's
+# CASE_RECORD_MAX, the same number, which a test holds equal), and a record within it fits the
+# listener's default request limit. Failures take at most half of it.
+STORED_RECORD = 200_000
+# The error code a repeat keeps when nothing else of it fits, and how many failed repeats keep
+# their turns when a case's repeats are too many for the record.
+STORED_CODE = 40
 STORED_FULL_MISSES = 10
 # The longest arguments of a step kept in the stored history, as JSON text; longer ones are
 # kept as that text, cut.
@@ -321,13 +327,16 @@ def repeat_record(repeat: Repeat, *, texts: bool) -> dict[str, Any]:
     }
 
 
-def failures(report: CaseReport) -> list[dict[str, Any]]:
+def failures(report: CaseReport, limit: int = STORED_TEXT) -> list[dict[str, Any]]:
     """Each repeat's miss: where, what was expected, what came (a problem is what came)."""
-    return [failure for failure, _ in misses(report)]
+    return [failure for failure, _ in misses(report, limit)]
 
 
-def misses(report: CaseReport) -> list[tuple[dict[str, Any], TurnRecord | None]]:
-    """Each repeat's miss (`failures`), with the turn that missed (None: the conversation)."""
+def misses(
+    report: CaseReport, limit: int = STORED_TEXT
+) -> list[tuple[dict[str, Any], TurnRecord | None]]:
+    """Each repeat's miss (`failures`), with the turn that missed (None: the conversation);
+    each text clipped to `limit` characters, the sent text to STORED_SENT at most."""
     found = []
     for repeat in report.repeats:
         if repeat.passed:
@@ -340,20 +349,21 @@ def misses(report: CaseReport) -> list[tuple[dict[str, Any], TurnRecord | None]]
         failure = {
             "repeat": repeat.number,
             "turn": repeat.failed_turn,
-            "sent": clipped(turn.sent if turn else None, 500),
-            "expected": clipped(expected),
-            "actual": clipped(actual),
+            "sent": clipped(turn.sent if turn else None, min(limit, STORED_SENT)),
+            "expected": clipped(expected, limit),
+            "actual": clipped(actual, limit),
         }
         found.append((failure, turn))
     return found
 
 
 def stored_record(report: CaseReport) -> dict[str, Any]:
-    """What the stored history keeps of a case (`POST /api/suite-runs/ID/cases`): each
-    repeat's turns with their timings, tokens, model and the judge's reasons, within
-    `STORED_REPEATS` characters (`stored_repeats`); the texts stay in the threads. The counts
+    """What the stored history keeps of a case (`POST /api/suite-runs/ID/cases`): its failures
+    and each repeat's turns with their timings, tokens, model and the judge's reasons, within
+    STORED_RECORD together (`stored_texts`); the texts stay in the threads. The counts
     and the repeats go under the names every listener takes, `passed_runs`, `runs` and
     `attempts` (a listener also takes `repeats`, but one older than that name would refuse it)."""
+    found, repeats = stored_texts(report)
     return {
         "suite": report.plan.suite.name,
         "case": report.plan.case.name,
@@ -362,8 +372,8 @@ def stored_record(report: CaseReport) -> dict[str, Any]:
         "passed_runs": report.passed_repeats,
         "runs": report.repeat_count,
         "threads": report.threads,
-        "failures": failures(report),
-        "attempts": stored_repeats(report.repeats),
+        "failures": found,
+        "attempts": repeats,
         **statistics_record(report),
         "definition_hash": report.plan.definition_hash,
     }
@@ -379,10 +389,31 @@ def statistics_record(report: CaseReport) -> dict[str, Any]:
     }
 
 
-def stored_repeats(repeats: Sequence[Repeat]) -> list[dict[str, Any]]:
-    """Every repeat's record without texts (its failure is in `failures`). A case too big for
-    the budget keeps the turns of its first repeats that did not pass, and of none that did:
-    every repeat still names its thread, verdict and time."""
+def record_size(failures: object, repeats: object) -> int:
+    """A stored record's size as the listener measures it (the broker's `record_size`): its
+    failures and repeats, each as JSON written in ASCII, in characters."""
+    return len(json.dumps(failures)) + len(json.dumps(repeats))
+
+
+def stored_texts(report: CaseReport) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The record's failures and repeats, within STORED_RECORD together: the failures in at
+    most half of it, their texts halved until they fit (down to the "…" of a text cut at its
+    start), and the repeats in the rest (`stored_repeats`)."""
+    limit = STORED_TEXT
+    found = failures(report, limit)
+    while record_size(found, []) > STORED_RECORD // 2 and limit > 1:
+        limit //= 2
+        found = failures(report, limit)
+    return found, stored_repeats(report.repeats, beside=found)
+
+
+def stored_repeats(
+    repeats: Sequence[Repeat], *, beside: Sequence[dict[str, Any]] = ()
+) -> list[dict[str, Any]]:
+    """Every repeat's record without texts (its failure is in `failures`), within what
+    STORED_RECORD leaves beside the failures `beside`. A case too big for it keeps the turns of
+    its first repeats that did not pass, and of none that did; then no turns at all; then only
+    what every repeat is: its thread, verdict, error code and time."""
     records = []
     for repeat in repeats:
         record = repeat_record(repeat, texts=False)
@@ -391,7 +422,11 @@ def stored_repeats(repeats: Sequence[Repeat]) -> list[dict[str, Any]]:
             for vote in turn["judge"]:
                 vote["reason"] = clipped(vote["reason"], STORED_REASON)
         records.append(record)
-    if len(json.dumps(records)) <= STORED_REPEATS:
+
+    def fits() -> bool:
+        return record_size(list(beside), records) <= STORED_RECORD
+
+    if fits():
         return records
     kept = 0
     for record in records:
@@ -399,6 +434,14 @@ def stored_repeats(repeats: Sequence[Repeat]) -> list[dict[str, Any]]:
             record["turns"] = []
         else:
             kept += 1
+    if fits():
+        return records
+    for record in records:
+        record["turns"] = []
+    if fits():
+        return records
+    for record in records:
+        record |= {"judge": [], "detail": None, "error": clipped(record["error"], STORED_CODE)}
     return records
 
 

@@ -378,6 +378,11 @@ def test_record_without_instance_only_for_a_case_that_reached_none(
 
 
 # Each changes one field of a good record to something refused `invalid`.
+def failure_of(length: int, letter: str = "x") -> dict[str, Any]:
+    """A failure whose actual text is `length` times `letter`."""
+    return {"repeat": 1, "turn": 1, "sent": None, "expected": "e", "actual": letter * length}
+
+
 BAD_RECORDS: dict[str, dict[str, Any]] = {
     "verdict unknown": {"verdict": "ok"},
     "verdict not text": {"verdict": ["pass"]},
@@ -423,7 +428,14 @@ BAD_RECORDS: dict[str, dict[str, Any]] = {
     "attempt NUL in a key": {"attempts": [{"a\x00": 1}]},
     "attempt not JSON": {"attempts": [{"when": object()}]},
     "attempts nested too deep": {"attempts": [{"a": [[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]}]},
-    "attempts too large": {"attempts": [{"text": "x" * suite_fields.ATTEMPTS_CHARS_MAX}]},
+    "attempts too large": {"attempts": [{"text": "x" * suite_fields.CASE_RECORD_MAX}]},
+    # Each within its own limits, too large together.
+    "failures and attempts too large together": {
+        "failures": [failure_of(30_000) for _ in range(6)],
+        "attempts": [{"text": "x" * 30_000}],
+    },
+    # Measured as JSON in ASCII: each "é" is written `\\u00e9`, six characters.
+    "failures too large as ASCII JSON": {"failures": [failure_of(12_000, "é") for _ in range(3)]},
 }
 
 
@@ -775,6 +787,92 @@ def test_read_returns_the_run_and_its_cases_in_id_order(tester: Actor) -> None:
     cases = [record(tester, run, case=name).pk for name in ("z", "a", "m")]
     found = suite_runs.read_suite_run(tester, run_id=run.pk)
     assert (found.run.pk, [case.pk for case in found.cases]) == (run.pk, cases)
+
+
+def test_record_up_to_its_size_bound_is_stored(tester: Actor) -> None:
+    """A case record of CASE_RECORD_MAX characters exactly (failures and attempts as ASCII
+    JSON together) is stored: the bound is the limit, not below it."""
+    failures = [failure_of(30_000) for _ in range(6)]
+    rest = suite_fields.CASE_RECORD_MAX - suite_fields.record_size(failures, [{"text": ""}])
+    attempts = [{"text": "x" * rest}]
+    assert suite_fields.record_size(failures, attempts) == suite_fields.CASE_RECORD_MAX
+    run = suite_runs.start_suite_run(tester, suites=["smoke"])
+    stored = record(tester, run, failures=failures, attempts=attempts)
+    stored.refresh_from_db()
+    assert (stored.failures, stored.attempts) == (failures, attempts)
+
+
+def store_cases(run: SuiteRun, count: int, **fields: Any) -> list[int]:
+    """`count` cases stored in `run` as they are (no cleaning: records of any size, as a
+    record stored before a bound may be); their ids in order."""
+    SuiteCase.objects.bulk_create(
+        SuiteCase(
+            run=run,
+            suite="smoke",
+            case=f"case {number:04}",
+            instance="",
+            verdict=PASS,
+            passed_runs=1,
+            runs=1,
+            change=SuiteChange.NEW,
+            **fields,
+        )
+        for number in range(count)
+    )
+    return list(SuiteCase.objects.filter(run=run).order_by("pk").values_list("pk", flat=True))
+
+
+def pages(tester: Actor, run: SuiteRun, **query: Any) -> list[list[int]]:
+    """Every page of the run's cases, each page's ids, following `more` with `after`."""
+    found: list[list[int]] = []
+    after = None
+    while True:
+        read = suite_runs.read_suite_run(tester, run_id=run.pk, after=after, **query)
+        found.append([case.pk for case in read.cases])
+        if not read.more:
+            return found
+        after = read.cases[-1].pk
+
+
+def test_read_pages_cases_in_id_order_by_after_and_limit(tester: Actor) -> None:
+    """A run's cases come a page at a time: from the first, 100 by default, `limit` up to 500,
+    `after` the last case of the page before, and `more` until the last page."""
+    run = suite_runs.start_suite_run(tester, suites=["smoke"])
+    ids = store_cases(run, 1_201)
+    assert [len(page) for page in pages(tester, run)] == [100] * 12 + [1]
+    assert pages(tester, run, limit=500) == [ids[:500], ids[500:1000], ids[1000:]]
+    read = suite_runs.read_suite_run(tester, run_id=run.pk, after=ids[1198])
+    assert ([case.pk for case in read.cases], read.more) == (ids[1199:], False)
+    empty = suite_runs.read_suite_run(tester, run_id=run.pk, after=ids[-1])
+    assert (empty.cases, empty.more) == ([], False)
+
+
+def test_read_page_ends_before_its_records_pass_the_size_bound(tester: Actor) -> None:
+    """Cases of 180,000 characters each (recorded, within CASE_RECORD_MAX): a page holds the
+    two whose records stay within RUN_PAGE_SIZE_MAX together, whatever the limit."""
+    run = suite_runs.start_suite_run(tester, suites=["smoke"])
+    failures = [failure_of(29_950) for _ in range(6)]
+    size = suite_fields.record_size(failures, [])
+    assert 2 * size <= suite_fields.RUN_PAGE_SIZE_MAX < 3 * size
+    ids = [record(tester, run, case=f"big {n}", failures=failures).pk for n in range(5)]
+    assert pages(tester, run, limit=500) == [ids[:2], ids[2:4], ids[4:]]
+
+
+def test_read_page_holds_one_case_larger_than_the_size_bound(tester: Actor) -> None:
+    """A case stored larger than a page may carry (before the record bound) is read alone."""
+    run = suite_runs.start_suite_run(tester, suites=["smoke"])
+    big = [failure_of(suite_fields.RUN_PAGE_SIZE_MAX)]
+    ids = store_cases(run, 2, failures=big)
+    small = record(tester, run, case="small").pk
+    assert pages(tester, run) == [ids[:1], ids[1:2], [small]]
+
+
+@pytest.mark.parametrize("query", [{"limit": 0}, {"limit": 501}, {"after": -1}], ids=repr)
+def test_read_bad_query_is_invalid(tester: Actor, query: dict[str, int]) -> None:
+    run = suite_runs.start_suite_run(tester, suites=["smoke"])
+    with pytest.raises(Refusal) as refusal:
+        suite_runs.read_suite_run(tester, run_id=run.pk, **query)
+    assert refusal.value.code == refusals.INVALID
 
 
 def test_read_of_another_business_run_is_not_found(tester: Actor, other_business: Business) -> None:

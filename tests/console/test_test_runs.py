@@ -205,6 +205,30 @@ def test_older_runs_are_paged(open_console: OpenConsole, tester_api: LiveApi) ->
     expect(run_entry(page, runs[0])).to_contain_text("no cases")
 
 
+def test_run_cases_are_paged_and_more_are_shown_on_asking(
+    open_console: OpenConsole, tester_api: LiveApi
+) -> None:
+    """A run's cases come a page at a time (here two, their records near the bound of one
+    answer); "Show more cases" adds the next page below them, and goes once none is left."""
+    suite = unique("large")
+    big = {"instance": "", "verdict": "pass", "passed_runs": 1, "runs": 1}
+    records = [
+        {"suite": suite, "case": f"large {n}", **big, "repeats": [{"text": "x" * 190_000}]}
+        for n in range(1, 4)
+    ]
+    run = store_run(tester_api, [suite], records)
+    page = open_console("tester")
+    page.get_by_role("link", name="Test runs").click()
+    run_entry(page, run).click()
+    cases = page.locator("#test-run-cases > .case")
+    expect(cases).to_have_count(2)
+    expect(cases.locator(".case-name")).to_have_text([f"{suite} · large 1", f"{suite} · large 2"])
+    page.get_by_role("button", name="Show more cases").click()
+    expect(cases).to_have_count(3)
+    expect(cases.nth(2).locator(".case-name")).to_have_text(f"{suite} · large 3")
+    expect(page.get_by_role("button", name="Show more cases")).to_be_hidden()
+
+
 def test_phone_test_runs_fill_the_screen_with_tap_targets(
     open_console: OpenConsole, history: History
 ) -> None:

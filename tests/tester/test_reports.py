@@ -13,7 +13,13 @@ from typing import Any
 
 import pytest
 
-from broker.suite_fields import FAILURE_KEYS, CaseRecord, clean_case
+from broker.suite_fields import (
+    CASE_RECORD_MAX,
+    FAILURE_KEYS,
+    CaseRecord,
+    clean_case,
+    record_size,
+)
 from tester.suites import reports
 from tester.suites.client import Outcome, Reply
 from tester.suites.files import Case, Expect, Suite, Turn
@@ -561,6 +567,66 @@ def test_stored_record_of_a_case_a_file_may_write_is_one_the_broker_stores(
     verdict = PASS if all(r.passed for r in repeats) else FAIL
     stored = reports.stored_record(report(repeats, verdict))
     clean_stored(stored)
+
+
+# Astral characters are written `\\ud83d\\ude00` in ASCII JSON: twelve characters each.
+WIDE = "😀"
+
+
+def hostile_repeat(number: int) -> Repeat:
+    """A repeat of ten turns that each sent a long text, got a long reply and fifteen long
+    votes, failing at the last turn with a long rubric and reply, its conversation graded by
+    fifteen long votes too."""
+    votes = tuple(Vote(False, WIDE * 5_000) for _ in range(15))
+    turns = [turn(WIDE * 120_000, sent=WIDE * 5_000, votes=votes) for _ in range(10)]
+    failure = Failure(WIDE * 5_000, WIDE * 120_000)
+    turns[-1] = replace(turns[-1], failure=failure)
+    return Repeat(
+        number, number, "alpha", turns, failure, 10, conversation_votes=votes, seconds=1.5
+    )
+
+
+def errored_at_length(number: int) -> Repeat:
+    """A repeat the judge could not grade, its error long: a hostile judge's answer."""
+    return Repeat(number, number, "alpha", problem=Problem(WIDE * 200, WIDE * 50_000))
+
+
+@pytest.mark.parametrize(
+    "repeats",
+    [
+        [hostile_repeat(n) for n in range(1, 101)],
+        [errored_at_length(n) for n in range(1, 101)],
+        [hostile_repeat(n) if n % 2 else errored_at_length(n) for n in range(1, 101)],
+    ],
+    ids=["100-long-failures", "100-long-errors", "both"],
+)
+def test_stored_record_fits_the_listeners_bound_however_long_its_texts(
+    repeats: list[Repeat],
+) -> None:
+    """The client never sends a record the listener refuses: whatever the replies, votes and
+    errors, failures and repeats stay within STORED_RECORD, the broker's own CASE_RECORD_MAX,
+    by the broker's own measure, and the whole request within the default request limit; each
+    repeat still names its thread and verdict, each failure its repeat and turn."""
+    verdict = ERROR if any(r.problem for r in repeats) else FAIL
+    stored = reports.stored_record(report(repeats, verdict))
+    size = reports.record_size(stored["failures"], stored["attempts"])
+    assert size == record_size(stored["failures"], stored["attempts"])
+    assert size <= reports.STORED_RECORD == CASE_RECORD_MAX
+    assert len(json.dumps(stored).encode()) < 256 * 1024
+    clean_stored(stored)
+    assert [(r["repeat"], r["thread"], r["passed"]) for r in stored["attempts"]] == [
+        (n, n, False) for n in range(1, 101)
+    ]
+    assert [f["repeat"] for f in stored["failures"]] == list(range(1, 101))
+
+
+@pytest.mark.parametrize(
+    "text", ["plain", "é and 中", WIDE, "\x1b[2K\r\u202e", '"\\/\n\t'], ids=repr
+)
+def test_record_size_is_the_brokers_measure(text: str) -> None:
+    failures = [{"repeat": 1, "turn": 1, "sent": text, "expected": text, "actual": text}]
+    repeats = [{"detail": text, "seconds": 1.25, "turns": [{"judge": [{"reason": text}]}]}]
+    assert reports.record_size(failures, repeats) == record_size(failures, repeats)
 
 
 # --- JUnit ------------------------------------------------------------------------------------

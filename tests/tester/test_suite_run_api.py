@@ -131,9 +131,9 @@ def test_suite_run_routes_answer_their_shapes_on_the_tester_listener(
     assert [r["id"] for r in paged] == [run["id"]]
 
     read = tester_client.get(f"/api/suite-runs/{run['id']}")
-    assert (read.status_code, set(read.json())) == (200, {"run", "cases"})
+    assert (read.status_code, set(read.json())) == (200, {"run", "cases", "more"})
     assert read.json()["run"] == ended.json()["run"]
-    assert read.json()["cases"] == [case]
+    assert (read.json()["cases"], read.json()["more"]) == ([case], False)
 
 
 @pytest.mark.parametrize(
@@ -422,6 +422,51 @@ def test_suite_run_hostile_json_is_invalid_never_500(
     response = tester_client.request("POST", "/api/suite-runs", content=body)
     assert refusal(response, 400) == "invalid"
     assert stored() == (0, 0)
+
+
+def test_suite_run_read_pages_cases_each_answer_about_a_megabyte_at_most(
+    tester_client: ListenerClient, run_id: int
+) -> None:
+    """Cases whose records are near CASE_RECORD_MAX each: a read answers the cases whose
+    records fit RUN_PAGE_SIZE_MAX together, under 1 MB with the repeats under both their
+    names, and says `more` until the last; `after` and `limit` page them."""
+    repeats = [{"text": "x" * 190_000}]
+    for number in range(5):
+        body = case_body(case=f"big {number}", instance="", repeats=repeats)
+        assert tester_client.post(f"/api/suite-runs/{run_id}/cases", body).status_code == 201
+    seen: list[int] = []
+    sizes: list[int] = []
+    after = ""
+    while True:
+        read = tester_client.get(f"/api/suite-runs/{run_id}?limit=500{after}")
+        assert read.status_code == 200, read.text
+        sizes.append(len(read.content))
+        seen += [case["id"] for case in read.json()["cases"]]
+        if not read.json()["more"]:
+            break
+        after = f"&after={seen[-1]}"
+    assert len(sizes) == 3 and max(sizes) <= 1_000_000, sizes
+    assert seen == sorted(SuiteCase.objects.values_list("pk", flat=True))
+    one = tester_client.get(f"/api/suite-runs/{run_id}?limit=1&after={seen[1]}").json()
+    assert ([case["id"] for case in one["cases"]], one["more"]) == ([seen[2]], True)
+
+
+def test_suite_run_case_too_large_together_is_invalid(
+    tester_client: ListenerClient, run_id: int
+) -> None:
+    """Failures and repeats each within their limits, over CASE_RECORD_MAX together."""
+    failure = {"repeat": 1, "turn": 1, "sent": None, "expected": "e", "actual": "x" * 30_000}
+    body = case_body(instance="", failures=[failure] * 6, repeats=[{"text": "x" * 30_000}])
+    response = tester_client.post(f"/api/suite-runs/{run_id}/cases", body)
+    assert refusal(response, 400) == "invalid"
+    assert stored() == (1, 0)
+
+
+@pytest.mark.parametrize("query", ["limit=0", "limit=501", "before=1", "after=-1", "limit=x"])
+def test_suite_run_read_bad_query_is_invalid(
+    tester_client: ListenerClient, run_id: int, query: str
+) -> None:
+    assert refusal(tester_client.get(f"/api/suite-runs/{run_id}?{query}"), 400) == "invalid"
 
 
 @pytest.mark.parametrize("query", ["limit=0", "limit=501", "after=1", "before=-1", "limit=x"])
