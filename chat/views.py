@@ -25,8 +25,16 @@ from chat.sign_in_throttle import address_of, check_sign_in_allowed
 PAGE_METHODS = ("GET", "HEAD")
 
 
+# Names the listener on its answer to a route it does not have, so a client pointed at the
+# wrong one can say which it reached (the conversation-test client tells the human listener
+# from the tester's by it).
+LISTENER_HEADER = "X-Mosaic-Listener"
+
+
 def not_found(request: HttpRequest, exception: Exception | None = None) -> JsonResponse:
-    return error_response(refusals.NOT_FOUND, "No such route.")
+    response = error_response(refusals.NOT_FOUND, "No such route.")
+    response[LISTENER_HEADER] = getattr(request, "listener", "human")
+    return response
 
 
 def bad_request(request: HttpRequest, exception: Exception | None = None) -> JsonResponse:

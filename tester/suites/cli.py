@@ -9,7 +9,9 @@ with an earlier one when asked, and its passed repeats' threads archived.
 Exit status: 0 when no case is `fail` or `error` (with `--fail-on-regression`: when no case
 regressed), 1 otherwise, 2 for a usage error, a refused file, a refusal from the listener or a
 listener that does not answer, 130 when interrupted. A stored test run that cannot finish (a
-refusal, an interruption, the client failing) is ended `halted` with its reason.
+refusal, an interruption, the client failing) is ended `halted` with its reason. `--check` and
+`--list` send nothing: they check every file, telling every mistake (2 when there is one, else
+0), and `--list` then prints the cases as they would run.
 """
 
 from __future__ import annotations
@@ -25,11 +27,11 @@ from typing import Any, Protocol
 
 from . import DEFAULT_PORT, reports
 from .client import ListenerError, TesterClient
-from .files import REPEAT_MAX, SuiteFileRefused, load_suites
+from .files import REPEAT_MAX, Suite, SuiteFileRefused, load_suites
 from .html_report import write_html
 from .runner import ERROR, FAIL, CaseReport, Plan, TestRun, plans, run_plans
 from .statistics import DEFAULT_ALPHA
-from .visible import visible
+from .visible import visible, visible_json
 
 FAILED_STATUS = 1
 REFUSED_STATUS = 2
@@ -133,6 +135,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="leave the threads of passed repeats unarchived",
     )
+    sending_nothing = parser.add_mutually_exclusive_group()
+    sending_nothing.add_argument(
+        "--check",
+        action="store_true",
+        help="check every file and tell every mistake, sending nothing (exit 2 on any)",
+    )
+    sending_nothing.add_argument(
+        "--list",
+        action="store_true",
+        help="check every file and list the cases, repeats and instances as they would run, "
+        "sending nothing",
+    )
 
 
 def parser() -> argparse.ArgumentParser:
@@ -201,12 +215,25 @@ def _run(options: argparse.Namespace, *, out: Writer, url: str) -> int:
     try:
         suites = load_suites(options.paths)
     except SuiteFileRefused as refusal:
-        raise Refused(f"refused: {refusal}") from refusal
+        # Every mistake of every file, one line each.
+        raise Refused("\n".join(f"refused: {problem}" for problem in refusal.problems)) from None
     planned = plans(
         suites, keyword=options.keyword, repeat=options.repeat, instances=options.instances
     )
     if not planned:
         raise Refused(f"refused: no case matches -k {options.keyword!r}")
+
+    def tell(text: str) -> None:
+        out.write(text + "\n")
+        out.flush()
+
+    if options.check:
+        tell(checked(suites, planned))
+        return 0
+    if options.list:
+        for line in listed(planned, as_json=options.json):
+            tell(line)
+        return 0
     try:
         client = TesterClient(options.url or url)
     except ListenerError as refusal:
@@ -215,10 +242,6 @@ def _run(options: argparse.Namespace, *, out: Writer, url: str) -> int:
     if compare is None and options.fail_on_regression:
         compare = "last"
     several = len({plan.instance for plan in planned}) > 1
-
-    def tell(text: str) -> None:
-        out.write(text + "\n")
-        out.flush()
 
     started = time.monotonic()
     try:
@@ -326,6 +349,47 @@ def _report(
             test_run, time.monotonic() - started, run_id=stored["id"], baseline=baseline
         )
     )
+
+
+def repeats_told(count: int) -> str:
+    return f"{count} repeat{'s' if count != 1 else ''}"
+
+
+def checked(suites: Sequence[Suite], planned: Sequence[Plan]) -> str:
+    """`--check`'s line when no file has a mistake: what would run."""
+    files = len({suite.file for suite in suites})
+    return (
+        f"checked {files} file{'s' if files != 1 else ''}, no mistake: {len(planned)} "
+        f"case{'s' if len(planned) != 1 else ''} to run, "
+        f"{repeats_told(sum(plan.repeat for plan in planned))}; nothing sent"
+    )
+
+
+def listed(planned: Sequence[Plan], *, as_json: bool) -> list[str]:
+    """`--list`: each case on each instance as it would run, in the order it would, with its
+    repeats and where it is written; then the count. With `--json`, one object per case."""
+    if as_json:
+        return [
+            visible_json(
+                {
+                    "suite": plan.suite.name,
+                    "case": plan.case.name,
+                    "file": plan.suite.file,
+                    "line": plan.case.line,
+                    "instance": plan.instance,
+                    "repeats": plan.repeat,
+                }
+            )
+            for plan in planned
+        ]
+    lines = [
+        f"{plan.title} · {repeats_told(plan.repeat)} on "
+        f"{plan.instance or 'the default instance'} ({plan.suite.file}:{plan.case.line})"
+        for plan in planned
+    ]
+    total = sum(plan.repeat for plan in planned)
+    cases = f"{len(planned)} case{'s' if len(planned) != 1 else ''}"
+    return [*lines, f"{cases}, {repeats_told(total)}; nothing sent"]
 
 
 def archive_passed(client: TesterClient, test_run: TestRun) -> None:

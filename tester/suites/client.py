@@ -33,6 +33,10 @@ REQUEST_SECONDS = 30.0
 # The longest a waiter sleeps between two reads when no frame wakes it.
 POLL_SECONDS = 1.0
 PAGE = 500
+# The header a listener names itself by on its answer to a route it does not have; and the
+# name of the one that is not this client's.
+LISTENER_HEADER = "X-Mosaic-Listener"
+HUMAN_LISTENER = "human"
 
 
 class ListenerError(Exception):
@@ -133,7 +137,7 @@ class TesterClient:
             with self.opener.open(request, timeout=REQUEST_SECONDS) as response:
                 return response.status, json.load(response)
         except urllib.error.HTTPError as error:
-            raise refusal_of(error) from None
+            raise refusal_of(error, url=self.url) from None
         except (OSError, ValueError) as error:
             raise ListenerError(
                 "unreachable", f"the tester listener at {self.url} did not answer ({error})"
@@ -306,7 +310,15 @@ class TesterClient:
         return int(messages[-1]["id"]) if messages else 0
 
 
-def refusal_of(error: urllib.error.HTTPError) -> ListenerError:
+def refusal_of(error: urllib.error.HTTPError, *, url: str) -> ListenerError:
+    """The listener's refusal as it says it (`code: detail`); a route the human listener does
+    not have, as what it means here: the client was pointed at the wrong listener."""
+    if error.code == 404 and error.headers.get(LISTENER_HEADER) == HUMAN_LISTENER:
+        return ListenerError(
+            "human-listener",
+            f"{url} is the human listener; conversation tests run against the tester listener "
+            "(MOSAIC_TESTER_PORT)",
+        )
     try:
         answer = json.load(error)
         return ListenerError(str(answer["error"]), str(answer["detail"]))

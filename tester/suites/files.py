@@ -1,8 +1,11 @@
 """Suite files: TOML naming conversations with the assistant and what each reply must hold.
 
-A file is read and checked whole before anything is sent; the first problem refuses it with the
-file, the line and the reason (`SuiteFileRefused`). The format is in docs/suite-file.md.
-`tomllib` keeps no positions, so the line of a key is found by reading the text (`line_of`).
+A file is read and checked whole before anything is sent, and every file before any is run;
+each problem is told with its file, line and reason (`SuiteFileRefused`), every problem found
+at once (`SuiteFilesRefused`): each of the file's keys and tables is checked apart, so one
+mistake hides no other, but a turn or an expectation stops at its first. The format is in
+docs/suite-file.md. `tomllib` keeps no positions, so the line of a key is found by reading the
+text (`line_of`).
 """
 
 from __future__ import annotations
@@ -11,10 +14,11 @@ import json
 import os
 import re
 import tomllib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Any, TypeGuard
+from typing import Any, TypeGuard, TypeVar
 
 import jsonschema
 
@@ -89,6 +93,37 @@ class SuiteFileRefused(Exception):
         self.file = file
         self.line = line
         self.reason = reason
+
+    @property
+    def problems(self) -> tuple[SuiteFileRefused, ...]:
+        """Every problem this refusal tells, in order: itself alone."""
+        return (self,)
+
+
+class SuiteFilesRefused(SuiteFileRefused):
+    """Every problem found in one file or more, in their files' order and each file's lines';
+    where one refusal is read, the first (its `file`, `line` and `reason`). Told as one line
+    per problem."""
+
+    def __init__(self, problems: Sequence[SuiteFileRefused]) -> None:
+        told = tuple(told for problem in problems for told in problem.problems)
+        first = told[0]
+        super().__init__(first.file, first.line, first.reason)
+        self.told = told
+
+    @property
+    def problems(self) -> tuple[SuiteFileRefused, ...]:
+        return self.told
+
+    def __str__(self) -> str:
+        return "\n".join(SuiteFileRefused.__str__(problem) for problem in self.told)
+
+
+T = TypeVar("T")
+
+
+class _CaseRefused(Exception):
+    """A case whose problems are told already: the suite reads on without it."""
 
 
 @dataclass(frozen=True)
@@ -231,13 +266,29 @@ def suite_files(paths: Iterable[str | Path]) -> list[Path]:
 def load_suites(
     paths: Iterable[str | Path], environ: Mapping[str, str] = os.environ
 ) -> list[Suite]:
-    """Every suite of `paths`, each checked whole; the first refusal is raised."""
-    return [load_suite(path, environ) for path in suite_files(paths)]
+    """Every suite of `paths`, each checked whole; every problem of every file is raised at
+    once (`SuiteFilesRefused`)."""
+    suites: list[Suite] = []
+    problems: list[SuiteFileRefused] = []
+    for given in paths:
+        try:
+            files = suite_files([given])
+        except SuiteFileRefused as refusal:
+            problems.append(refusal)
+            continue
+        for path in files:
+            try:
+                suites.append(load_suite(path, environ))
+            except SuiteFileRefused as refusal:
+                problems.append(refusal)
+    if problems:
+        raise SuiteFilesRefused(problems)
+    return suites
 
 
 def load_suite(path: str | Path, environ: Mapping[str, str] = os.environ) -> Suite:
-    """Read and check one suite file. Sends nothing; reads the file, any JSON Schema file it
-    names, and the judge's variables in `environ`."""
+    """Read and check one suite file; every problem found is raised at once. Sends nothing;
+    reads the file, any JSON Schema file it names, and the judge's variables in `environ`."""
     source = str(path)
     try:
         text = Path(path).read_text(encoding="utf-8")
@@ -264,34 +315,68 @@ def judge_from_environment(environ: Mapping[str, str] = os.environ) -> JudgeConf
 
 
 class _Reader:
-    """Checks one parsed document key by key; each refusal names the key's line."""
+    """Checks one parsed document key by key; each refusal names the key's line. The suite's
+    and each case's keys and tables are checked apart (`collect`), so that every problem is
+    found; a turn stops at its first."""
 
     def __init__(self, source: str, text: str, directory: Path, environ: Mapping[str, str]) -> None:
         self.source = source
         self.lines = key_lines(text)
         self.directory = directory
         self.environ = environ
+        self.problems: list[SuiteFileRefused] = []
 
     def refuse(self, where: KeyPath, reason: str) -> SuiteFileRefused:
         # A key missing from the top of the file points at its first line.
         return SuiteFileRefused(self.source, max(line_of(self.lines, where), 1), reason)
 
+    def collect(self, read: Callable[[], T]) -> T | None:
+        """What `read` reads, or None when it is refused: the refusal is kept, and the
+        reading goes on."""
+        try:
+            return read()
+        except SuiteFileRefused as refusal:
+            self.problems.append(refusal)
+        except _CaseRefused:
+            pass
+        return None
+
     def suite(self, document: Mapping[str, Any]) -> Suite:
-        self.only(document, _SUITE_KEYS, (), "a suite file")
-        name = self.name(document, ("name",), "the suite's name", NAME_MAX)
-        project = self.name(document, ("project",), "the project", PROJECT_MAX)
-        instances = self.instances(document)
-        judge = self.judge(document.get("judge"))
-        cases = self.tables(document, ("cases",), "a suite file", "[[cases]]")
-        read = tuple(self.case(case, ("cases", index)) for index, case in enumerate(cases))
+        self.collect(lambda: self.only(document, _SUITE_KEYS, (), "a suite file"))
+        name = self.collect(lambda: self.name(document, ("name",), "the suite's name", NAME_MAX))
+        project = self.collect(
+            lambda: self.name(document, ("project",), "the project", PROJECT_MAX)
+        )
+        instances = self.collect(lambda: self.instances(document))
+        told = len(self.problems)
+        judge = self.collect(lambda: self.judge(document.get("judge")))
+        # A judge table that is refused is not one that is missing.
+        judge_refused = len(self.problems) > told
+        cases = self.collect(lambda: self.tables(document, ("cases",), "a suite file", "[[cases]]"))
+        read = [
+            self.collect(partial(self.case, case, ("cases", index)))
+            for index, case in enumerate(cases or ())
+        ]
         seen: set[str] = set()
-        for index, case in enumerate(read):
-            if case.name in seen:
-                raise self.refuse(("cases", index, "name"), f"a second case named {case.name!r}")
-            seen.add(case.name)
-            if case.uses_judge and judge is None:
-                raise self.refuse(self.judge_key(cases[index], ("cases", index)), NO_JUDGE)
-        return Suite(name, project, read, self.source, instances, judge)
+        for index, table in enumerate(cases or ()):
+            # Names as written, a refused case's too: its name is taken all the same.
+            given = table.get("name")
+            if isinstance(given, str) and given.strip():
+                if given in seen:
+                    self.problems.append(
+                        self.refuse(("cases", index, "name"), f"a second case named {given!r}")
+                    )
+                seen.add(given)
+            case = read[index]
+            if case is not None and case.uses_judge and judge is None and not judge_refused:
+                self.problems.append(self.refuse(self.judge_key(table, ("cases", index)), NO_JUDGE))
+        if self.problems:
+            # In the file's order, whatever order they were found in.
+            raise SuiteFilesRefused(sorted(self.problems, key=lambda problem: problem.line))
+        assert name is not None and project is not None and instances is not None
+        return Suite(
+            name, project, tuple(case for case in read if case), self.source, instances, judge
+        )
 
     def instances(self, document: Mapping[str, Any]) -> tuple[str, ...]:
         value = document.get("instances", [])
@@ -357,45 +442,83 @@ class _Reader:
         return where
 
     def case(self, table: Mapping[str, Any], where: KeyPath) -> Case:
-        self.only(table, _CASE_KEYS, where, "a case")
-        name = self.name(table, (*where, "name"), "a case's name", NAME_MAX)
+        """A case, each of its keys and turns checked apart; `_CaseRefused` once every problem
+        of it is told."""
+        told = len(self.problems)
+        self.collect(lambda: self.only(table, _CASE_KEYS, where, "a case"))
+        name = self.collect(lambda: self.name(table, (*where, "name"), "a case's name", NAME_MAX))
+        instance = self.collect(lambda: self.case_instance(table, where))
+        repeat = self.collect(lambda: self.repeat(table, where))
+        pass_rate = self.collect(lambda: self.pass_rate(table, where))
+        before_simulate = len(self.problems)
+        simulate = self.collect(lambda: self.simulate(table, (*where, "simulate")))
+        turns: tuple[Turn, ...] = ()
+        if simulate is not None and "turns" in table:
+            self.problems.append(
+                self.refuse(
+                    (*where, "turns"),
+                    "a case has turns or a simulated user ([cases.simulate]), not both",
+                )
+            )
+        elif simulate is None and len(self.problems) == before_simulate:
+            turns = self.turns(table, where, name or "")
+        conversation = self.collect(
+            lambda: self.conversation(table, (*where, "expect_conversation"))
+        )
+        if len(self.problems) > told:
+            raise _CaseRefused
+        assert name is not None and repeat is not None and pass_rate is not None
+        assert conversation is not None
+        return Case(
+            name=name,
+            turns=turns,
+            instance=instance or None,
+            line=line_of(self.lines, where),
+            repeat=repeat,
+            pass_rate=pass_rate,
+            simulate=simulate,
+            expect_conversation=conversation,
+        )
+
+    def case_instance(self, table: Mapping[str, Any], where: KeyPath) -> str:
+        """A case's own instance, "" when it names none."""
         instance = table.get("instance")
-        if instance is not None and not (
-            isinstance(instance, str) and _INSTANCE.fullmatch(instance)
-        ):
+        if instance is None:
+            return ""
+        if not (isinstance(instance, str) and _INSTANCE.fullmatch(instance)):
             raise self.refuse(
                 (*where, "instance"), "instance must be an instance's name: A-Z, a-z, 0-9, _ or -"
             )
+        return instance
+
+    def repeat(self, table: Mapping[str, Any], where: KeyPath) -> int:
         repeat = table.get("repeat", 1)
         if not _is_int(repeat) or not 1 <= repeat <= REPEAT_MAX:
             raise self.refuse(
                 (*where, "repeat"), f"repeat must be a whole number, 1 to {REPEAT_MAX}"
             )
+        return repeat
+
+    def pass_rate(self, table: Mapping[str, Any], where: KeyPath) -> float:
         pass_rate = table.get("pass_rate", 1.0)
         if not _is_number(pass_rate) or not 0 < pass_rate <= 1:
             raise self.refuse((*where, "pass_rate"), "pass_rate must be more than 0 and at most 1")
-        simulate = self.simulate(table, (*where, "simulate"))
-        if simulate is not None and "turns" in table:
-            raise self.refuse(
-                (*where, "turns"),
-                "a case has turns or a simulated user ([cases.simulate]), not both",
-            )
-        turns: tuple[Turn, ...] = ()
-        if simulate is None:
-            tables = self.tables(table, (*where, "turns"), f"case {name!r}", "[[cases.turns]]")
-            for i, turn in enumerate(tables):
-                before = turns[-1] if turns else None
-                turns += (self.turn(turn, (*where, "turns", i), name, before),)
-        return Case(
-            name=name,
-            turns=turns,
-            instance=instance,
-            line=line_of(self.lines, where),
-            repeat=repeat,
-            pass_rate=float(pass_rate),
-            simulate=simulate,
-            expect_conversation=self.conversation(table, (*where, "expect_conversation")),
+        return float(pass_rate)
+
+    def turns(self, table: Mapping[str, Any], where: KeyPath, case: str) -> tuple[Turn, ...]:
+        """The case's turns, each checked apart (its problems collected); a turn refused
+        stands, for a `regenerate` after it, as a turn of no text."""
+        tables = self.collect(
+            lambda: self.tables(table, (*where, "turns"), f"case {case!r}", "[[cases.turns]]")
         )
+        turns: list[Turn] = []
+        before: Turn | None = None
+        for index, given in enumerate(tables or ()):
+            turn = self.collect(partial(self.turn, given, (*where, "turns", index), case, before))
+            before = turn or Turn("", Expect(), 0)
+            if turn is not None:
+                turns.append(turn)
+        return tuple(turns)
 
     def simulate(self, table: Mapping[str, Any], where: KeyPath) -> Simulate | None:
         value = table.get("simulate")
@@ -706,12 +829,18 @@ class _Reader:
     def only(
         self, table: Mapping[str, Any], known: frozenset[str], where: KeyPath, what: str
     ) -> None:
-        for key in table:
-            if key not in known:
-                raise self.refuse(
-                    (*where, key),
-                    f"unknown key {key!r} in {what}; it takes {', '.join(sorted(known))}",
-                )
+        """Refuses the first key of `table` not `known`; any other unknown key is told too,
+        in `problems`, when the reader collects them."""
+        unknown = [key for key in table if key not in known]
+        refusals = [
+            self.refuse(
+                (*where, key), f"unknown key {key!r} in {what}; it takes {', '.join(sorted(known))}"
+            )
+            for key in unknown
+        ]
+        if refusals:
+            self.problems += refusals[1:]
+            raise refusals[0]
 
 
 NO_JUDGE = (

@@ -212,3 +212,20 @@ def test_plugin_failures_show_a_hostile_reply_escaped(
             f"*{escaped} \\x9b2K\\u202eok",
         ]
     )
+
+
+def test_plugin_pointed_at_the_human_listener_says_which_listener_to_use(
+    live: Served, pytester: pytest.Pytester
+) -> None:
+    """One usage error before any test, saying it reached the human listener."""
+    write_suite(pytester.path, GREETS, "smoke.suite.toml")
+    human = live.server.human_url
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--mosaic-url", human)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            f"*mosaic: the tester listener at {human} cannot run conversation tests: "
+            f"human-listener: {human} is the human listener; conversation tests run against the "
+            "tester listener (MOSAIC_TESTER_PORT)*"
+        ]
+    )

@@ -60,12 +60,15 @@ def write(tmp_path: Path, text: str, name: str = "s.suite.toml") -> Path:
 def refusal(
     tmp_path: Path, text: str, environ: Mapping[str, str] | None = None
 ) -> SuiteFileRefused:
-    """The refusal of `text`; no MOSAIC_JUDGE_* variable of the shell running the tests is seen."""
+    """The refusal of `text`, read as its first problem (`problems` has them all), each told
+    on a line; no MOSAIC_JUDGE_* variable of the shell running the tests is seen."""
     path = write(tmp_path, text)
     with pytest.raises(SuiteFileRefused) as caught:
         load_suite(path, environ={} if environ is None else environ)
-    assert caught.value.file == str(path)
-    assert str(caught.value) == f"{path}:{caught.value.line}: {caught.value.reason}"
+    problems = caught.value.problems
+    assert (caught.value.file, caught.value.line) == (str(path), problems[0].line)
+    assert {problem.file for problem in problems} == {str(path)}
+    assert str(caught.value) == "\n".join(f"{path}:{p.line}: {p.reason}" for p in problems)
     return caught.value
 
 
@@ -140,7 +143,7 @@ def test_load_refuses_with_file_line_and_reason(
     tmp_path: Path, text: str, line: int, reason: str
 ) -> None:
     refused = refusal(tmp_path, text)
-    assert (refused.line, reason in refused.reason) == (line, True), refused
+    assert (line, True) in [(p.line, reason in p.reason) for p in refused.problems], refused
 
 
 AGAIN = HEAD + 'expect = { icontains = ["hi"] }\n\n[[cases.turns]]\nregenerate = true\n'
@@ -220,6 +223,105 @@ def test_load_suites_refuses_when_any_file_is_refused(tmp_path: Path) -> None:
     with pytest.raises(SuiteFileRefused) as caught:
         load_suites([good, bad])
     assert (caught.value.file, caught.value.line) == (str(bad), 9)
+
+
+SEND_OR = "(or regenerate = true, to ask the turn before again)"
+# Three cases, each with its own mistakes, and a second file with one more.
+MISTAKEN = """\
+name = "s"
+project = "p"
+colour = "blue"
+
+[[cases]]
+name = "first"
+repeat = 0
+pass_rate = 2
+
+[[cases.turns]]
+send = "hi"
+expect = { contain = ["x"] }
+
+[[cases.turns]]
+regenerate = true
+
+[[cases]]
+name = "second"
+
+[[cases.turns]]
+send = "hi"
+expect = { within = 0 }
+
+[[cases.turns]]
+send = ""
+
+[[cases]]
+name = "first"
+
+[[cases.turns]]
+send = "hi"
+"""
+
+
+def test_load_suites_tells_every_mistake_of_every_file_in_order(tmp_path: Path) -> None:
+    """Every key, table, case and turn is checked apart, so each mistake is told, in each file
+    in order of its lines; a mistake inside a turn or its expectation hides the rest of that
+    turn only. A refused turn is still the turn a `regenerate` after it asks again."""
+    first = write(tmp_path, MISTAKEN, "a.suite.toml")
+    second = write(tmp_path, HEAD.replace('name = "c"', 'name = "c"\nowner = "x"'), "b.suite.toml")
+    good = write(tmp_path, EXAMPLE, "c.suite.toml")
+    with pytest.raises(SuiteFileRefused) as caught:
+        load_suites([first, second, good])
+    told = [(Path(p.file).name, p.line, p.reason.split(";")[0]) for p in caught.value.problems]
+    assert told == [
+        ("a.suite.toml", 3, "unknown key 'colour' in a suite file"),
+        ("a.suite.toml", 7, "repeat must be a whole number, 1 to 100"),
+        ("a.suite.toml", 8, "pass_rate must be more than 0 and at most 1"),
+        ("a.suite.toml", 12, "unknown key 'contain' in expect"),
+        ("a.suite.toml", 22, "within must be seconds, more than 0 and at most 3600"),
+        ("a.suite.toml", 25, f"a turn needs send, a text that is not empty {SEND_OR}"),
+        ("a.suite.toml", 28, "a second case named 'first'"),
+        ("b.suite.toml", 6, "unknown key 'owner' in a case"),
+    ]
+    assert (caught.value.file, caught.value.line) == (str(first), 3)
+    assert (
+        str(caught.value).splitlines()[1] == f"{first}:7: repeat must be a whole number, 1 to 100"
+    )
+
+
+def test_load_suites_tells_a_directory_without_files_beside_the_mistakes_of_others(
+    tmp_path: Path,
+) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    bad = write(tmp_path, HEAD + "expect = { nope = 1 }\n", "bad.suite.toml")
+    with pytest.raises(SuiteFileRefused) as caught:
+        load_suites([empty, bad])
+    assert [(p.file, p.line) for p in caught.value.problems] == [(str(empty), 0), (str(bad), 9)]
+
+
+@pytest.mark.parametrize(
+    ("text", "told"),
+    [
+        # A judge table refused is not a judge missing: the judged case is not told again.
+        (
+            HEAD.replace("[[cases]]", "[judge]\nvotes = 2\n\n[[cases]]", 1)
+            + 'expect = { judge = "polite" }\n',
+            ["the judge needs base_url"],
+        ),
+        # A simulated user refused is not a case without turns.
+        (
+            'name = "s"\nproject = "p"\n[judge]\nbase_url = "http://j/v1"\nmodel = "m"\n'
+            '[[cases]]\nname = "c"\n[cases.simulate]\npersona = "p"\ngoal = "g"\n',
+            ["a simulated user needs max_turns"],
+        ),
+    ],
+    ids=["judge", "simulate"],
+)
+def test_load_tells_a_mistake_once_not_again_as_its_consequence(
+    tmp_path: Path, text: str, told: list[str]
+) -> None:
+    refused = refusal(tmp_path, text)
+    assert [p.reason.split(",")[0] for p in refused.problems] == told
 
 
 def test_line_of_finds_keys_under_the_right_array_entry() -> None:

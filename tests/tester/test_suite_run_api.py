@@ -162,8 +162,18 @@ def test_suite_run_routes_are_not_found_on_the_human_listener(
     for client in (human_client, anonymous_client):
         response = client.request(method, path.format(run=run_id), json=body)
         assert refusal(response, 404) == "not-found"
+        # So that a client pointed here can say it reached the human listener.
+        assert response.headers["X-Mosaic-Listener"] == "human"
     assert broker_calls == []
     assert (stored(), list(SuiteRun.objects.values_list("ended_at", flat=True))) == before
+
+
+def test_a_route_the_tester_listener_lacks_answers_404_naming_it(
+    tester_client: ListenerClient,
+) -> None:
+    response = tester_client.get("/api/no-such-route")
+    assert refusal(response, 404) == "not-found"
+    assert response.headers["X-Mosaic-Listener"] == "tester"
 
 
 WRITES = [

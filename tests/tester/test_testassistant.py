@@ -308,3 +308,116 @@ def test_run_prints_a_hostile_reply_escaped_and_its_junit_parses(
     record = as_json.json_lines()[0]
     assert record["actual"] == SPOOFING_REPLY
     assert record["repeats"][0]["turns"][0]["reply"] == SPOOFING_REPLY
+
+
+# Two mistakes in one file (a key of none of its tables, a repeat out of range), one in another.
+TWO_MISTAKES = GREETS.replace('project = "qa"', 'project = "qa"\ncolour = "blue"').replace(
+    'name = "greets"', 'name = "greets"\nrepeat = 0'
+)
+ONE_MISTAKE = FAILING.replace('send = "hello"\n\n', 'send = "hello"\nwait = 1\n\n', 1)
+
+
+def stored_runs(live: Served) -> list[dict[str, object]]:
+    return list(live.tester.get("/api/suite-runs?limit=500")["runs"])
+
+
+def test_check_tells_every_mistake_of_every_file_and_sends_nothing(
+    live: Served, tmp_path: Path
+) -> None:
+    """`--check`: three mistakes in two files, each on its line, exit 2; nothing sent."""
+    first = write_suite(tmp_path, TWO_MISTAKES, "first.suite.toml")
+    second = write_suite(tmp_path, ONE_MISTAKE, "second.suite.toml")
+    good = write_suite(tmp_path, GREETS, "good.suite.toml")
+    threads, runs = live.tester_threads(), stored_runs(live)
+    ran = run_testassistant(first, good, second, "--check", "--url", live.url)
+    assert ran.status == 2
+    assert ran.error.splitlines() == [
+        f"refused: {first}:4: unknown key 'colour' in a suite file; it takes cases, instances, "
+        "judge, name, project",
+        f"refused: {first}:8: repeat must be a whole number, 1 to 100",
+        f"refused: {second}:10: unknown key 'wait' in a turn; it takes expect, regenerate, send",
+    ]
+    assert ran.out == ""
+    assert (live.tester_threads(), stored_runs(live)) == (threads, runs)
+
+
+def test_check_of_files_without_mistakes_exits_0_and_sends_nothing(
+    live: Served, tmp_path: Path
+) -> None:
+    greets = write_suite(tmp_path, GREETS.replace('name = "greets"', 'name = "greets"\nrepeat = 3'))
+    failing = write_suite(tmp_path, FAILING, "failing.suite.toml")
+    threads, runs = live.tester_threads(), stored_runs(live)
+    ran = run_testassistant(greets, failing, "--check", "--url", live.url)
+    assert (ran.status, ran.error) == (0, "")
+    assert ran.out == "checked 2 files, no mistake: 4 cases to run, 6 repeats; nothing sent\n"
+    assert (live.tester_threads(), stored_runs(live)) == (threads, runs)
+
+
+LISTED = """
+name = "listed"
+project = "qa"
+instances = ["assistant", "assistant-next"]
+
+[[cases]]
+name = "greets"
+repeat = 3
+
+[[cases.turns]]
+send = "hello"
+
+[[cases]]
+name = "on its own"
+instance = "assistant"
+
+[[cases.turns]]
+send = "hello"
+"""
+
+
+def test_list_prints_the_cases_as_they_would_run_and_sends_nothing(
+    live: Served, tmp_path: Path
+) -> None:
+    """`--list`: each case on each instance in the order it would run, with its repeats and
+    where it is written, `-k`, `--repeat` and `--instance` applied; `--json`, one object each."""
+    suite = write_suite(tmp_path, LISTED)
+    threads, runs = live.tester_threads(), stored_runs(live)
+    ran = run_testassistant(suite, "--list", "--url", live.url)
+    assert (ran.status, ran.error) == (0, "")
+    assert ran.out.splitlines() == [
+        f"listed · greets · 3 repeats on assistant ({suite}:6)",
+        f"listed · greets · 3 repeats on assistant-next ({suite}:6)",
+        f"listed · on its own · 1 repeat on assistant ({suite}:13)",
+        "3 cases, 7 repeats; nothing sent",
+    ]
+    chosen = run_testassistant(suite, "--list", "-k", "greets", "--repeat", "2", "--instance", "x")
+    assert chosen.out.splitlines() == [
+        f"listed · greets · 2 repeats on x ({suite}:6)",
+        "1 case, 2 repeats; nothing sent",
+    ]
+    as_json = run_testassistant(suite, "--list", "--json", "-k", "own")
+    assert as_json.json_lines() == [
+        {
+            "suite": "listed",
+            "case": "on its own",
+            "file": str(suite),
+            "line": 13,
+            "instance": "assistant",
+            "repeats": 1,
+        }
+    ]
+    assert (live.tester_threads(), stored_runs(live)) == (threads, runs)
+
+
+def test_run_against_the_human_listener_says_which_listener_to_use(
+    live: Served, tmp_path: Path
+) -> None:
+    """The human listener has no suite-run routes; its 404 names it, and the client says what
+    that means, rather than a bare `not-found: No such route.`."""
+    human = live.server.human_url
+    ran = run_testassistant(write_suite(tmp_path, GREETS), "--url", human)
+    assert ran.status == 2
+    assert ran.error == (
+        f"human-listener: {human} is the human listener; conversation tests run against the "
+        "tester listener (MOSAIC_TESTER_PORT)\n"
+    )
+    assert ran.out == ""
