@@ -19,6 +19,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from .judge import QUOTED, quoted
 from .runner import (
     ERROR,
     FAIL,
@@ -35,7 +36,6 @@ from .statistics import can_show_a_drop, repeats_to_show_a_drop, smallest_drop_p
 from .steps import Step, describe_steps
 from .visible import visible, visible_json
 
-SHOWN = 200
 # The longest text of a failure (its sent text: STORED_SENT), and of a judge's reason, kept in
 # the stored history; the thread and the --json report hold all of it.
 STORED_TEXT = 2000
@@ -58,18 +58,10 @@ LABELS = {PASS: "PASS", FLAKY: "FLAKY", FAIL: "FAIL", ERROR: "ERROR"}
 STATUS = {PASS: "passed", FLAKY: "passed", FAIL: "failed", ERROR: "error"}
 
 
-def shown(text: str, limit: int = SHOWN) -> str:
-    """`text` on one line, shortened to `limit` characters, in quotation marks."""
-    line = " ".join(text.split())
-    if len(line) > limit:
-        line = line[: limit - 1] + "…"
-    return f"“{line}”"
-
-
-def asked(turn: TurnRecord, limit: int = SHOWN) -> str:
+def asked(turn: TurnRecord, limit: int = QUOTED) -> str:
     """A turn as a report names it: what it sent, shown; a regenerated turn `regenerate “…”`,
     the text it asked again."""
-    told = shown(turn.sent, limit)
+    told = quoted(turn.sent, limit)
     return f"regenerate {told}" if turn.regenerated else told
 
 
@@ -148,7 +140,7 @@ def miss(report: CaseReport) -> str:
     assert repeat.failure is not None
     return (
         f"{place(report, repeat)}: expected {repeat.failure.expected}; "
-        f"got {shown(repeat.failure.actual)}"
+        f"got {quoted(repeat.failure.actual)}"
     )
 
 
