@@ -301,7 +301,7 @@ def test_run_prints_a_hostile_reply_escaped_and_its_junit_parses(
     [line] = [line for line in ran.out.splitlines() if "spoofs" in line]
     assert line.startswith("FAIL  hostile · spoofs: turn 1 “hello”: expected the reply contains ")
     assert "got “Bye. \\x1b[2K \\x1b[32mPASS hostile · spoofs (1 turn) · 1/1 pass\\x1b[0m" in line
-    assert line.endswith("\\x9b2K\\u202eok” · 0/1 fail")
+    assert line.endswith("\\x9b2K\\u202eok” · 0/1 fail, 95% interval 0–79%")
     failure = ElementTree.parse(junit).getroot().find("./testsuite/testcase/failure")
     assert failure is not None and failure.text is not None
     assert "actual: Bye.\n\\x1b[2K\\x0d\\x1b[32mPASS" in failure.text
