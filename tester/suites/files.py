@@ -15,13 +15,14 @@ import os
 import re
 import tomllib
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Any, TypeGuard, TypeVar
 
 import jsonschema
 
+from . import datasets
 from .judge import BASE_URL_VARIABLE, MODEL_VARIABLE, JudgeConfig
 from .steps import OUTCOMES
 
@@ -50,7 +51,17 @@ _URL = re.compile(r"https?://[^\s/]+(/\S*)?")
 _SUITE_KEYS = frozenset({"name", "project", "instances", "judge", "cases"})
 _JUDGE_KEYS = frozenset({"base_url", "model", "api_key_env", "votes"})
 _CASE_KEYS = frozenset(
-    {"name", "instance", "repeat", "pass_rate", "turns", "simulate", "expect_conversation"}
+    {
+        "name",
+        "instance",
+        "repeat",
+        "pass_rate",
+        "turns",
+        "simulate",
+        "expect_conversation",
+        "vars",
+        "vars_file",
+    }
 )
 _SIMULATE_KEYS = frozenset({"persona", "goal", "max_turns", "within"})
 _CONVERSATION_KEYS = frozenset({"judge", "max_turn_seconds"})
@@ -226,6 +237,8 @@ class Case:
     pass_rate: float = 1.0
     simulate: Simulate | None = None
     expect_conversation: ConversationExpect = ConversationExpect()
+    # A row of the case's dataset (`vars`, `vars_file`): each column's name and value.
+    vars: datasets.Row = ()
 
     @property
     def uses_judge(self) -> bool:
@@ -353,30 +366,35 @@ class _Reader:
         # A judge table that is refused is not one that is missing.
         judge_refused = len(self.problems) > told
         cases = self.collect(lambda: self.tables(document, ("cases",), "a suite file", "[[cases]]"))
-        read = [
-            self.collect(partial(self.case, case, ("cases", index)))
-            for index, case in enumerate(cases or ())
-        ]
+        read: list[Case] = []
         seen: set[str] = set()
         for index, table in enumerate(cases or ()):
-            # Names as written, a refused case's too: its name is taken all the same.
+            where = ("cases", index)
+            # A case with a dataset is a case per row.
+            found = self.collect(partial(self.cases, table, where))
             given = table.get("name")
-            if isinstance(given, str) and given.strip():
-                if given in seen:
+            # A refused case's name as written: it is taken all the same.
+            names = (
+                [case.name for case in found]
+                if found is not None
+                else [given]
+                if isinstance(given, str) and given.strip()
+                else []
+            )
+            for case_name in names:
+                if case_name in seen:
                     self.problems.append(
-                        self.refuse(("cases", index, "name"), f"a second case named {given!r}")
+                        self.refuse((*where, "name"), f"a second case named {case_name!r}")
                     )
-                seen.add(given)
-            case = read[index]
-            if case is not None and case.uses_judge and judge is None and not judge_refused:
-                self.problems.append(self.refuse(self.judge_key(table, ("cases", index)), NO_JUDGE))
+                seen.add(case_name)
+            read += found or ()
+            if any(case.uses_judge for case in found or ()) and judge is None and not judge_refused:
+                self.problems.append(self.refuse(self.judge_key(table, where), NO_JUDGE))
         if self.problems:
             # In the file's order, whatever order they were found in.
             raise SuiteFilesRefused(sorted(self.problems, key=lambda problem: problem.line))
         assert name is not None and project is not None and instances is not None
-        return Suite(
-            name, project, tuple(case for case in read if case), self.source, instances, judge
-        )
+        return Suite(name, project, tuple(read), self.source, instances, judge)
 
     def instances(self, document: Mapping[str, Any]) -> tuple[str, ...]:
         value = document.get("instances", [])
@@ -440,6 +458,60 @@ class _Reader:
             if isinstance(turn.get("expect"), dict) and "judge" in turn["expect"]:
                 return (*where, "turns", index, "expect", "judge")
         return where
+
+    def cases(self, table: Mapping[str, Any], where: KeyPath) -> list[Case]:
+        """A case; with `vars` or `vars_file`, one per row, named from its values, its texts
+        filled with them (`datasets`). A refusal about one row says which."""
+        self.only(table, _CASE_KEYS, where, "a case")
+        rows = self.rows(table, where)
+        if rows is None:
+            return [self.case(table, where)]
+        key = (*where, "vars" if "vars" in table else "vars_file")
+        try:
+            datasets.check_templates(table, [name for name, _ in rows[0]])
+        except datasets.DatasetRefused as refused:
+            at = (*where, *refused.where) if refused.where else key
+            raise self.refuse(at, refused.reason) from None
+        found = []
+        for number, row in enumerate(rows, start=1):
+            before = len(self.problems)
+            try:
+                case = self.case(datasets.filled(table, row), where)
+            except SuiteFileRefused as refused:
+                raise self.in_row(refused, number, row) from None
+            except _CaseRefused:
+                # The row's problems, kept as they were found, each told with its row.
+                kept = self.problems[before:]
+                self.problems[before:] = [self.in_row(p, number, row) for p in kept]
+                raise
+            name = datasets.row_name(case.name, row, NAME_MAX)
+            found.append(replace(case, name=name, vars=row))
+        return found
+
+    @staticmethod
+    def in_row(refused: SuiteFileRefused, number: int, row: datasets.Row) -> SuiteFileRefused:
+        """`refused` told of a dataset's row: `row 2 (city=Porto): …`."""
+        told = ", ".join(f"{name}={value}" for name, value in row)
+        return SuiteFileRefused(
+            refused.file, refused.line, f"row {number} ({told}): {refused.reason}"
+        )
+
+    def rows(self, table: Mapping[str, Any], where: KeyPath) -> list[datasets.Row] | None:
+        """The rows of a case's `vars` or `vars_file` (relative to the suite file), or None."""
+        if "vars" in table and "vars_file" in table:
+            raise self.refuse((*where, "vars_file"), "a case takes vars or vars_file, not both")
+        try:
+            if "vars" in table:
+                return datasets.inline_rows(table["vars"])
+            if "vars_file" in table:
+                given = table["vars_file"]
+                if not isinstance(given, str) or not given.strip():
+                    raise datasets.DatasetRefused("vars_file must be a file's path, as a text")
+                return datasets.file_rows(self.directory / given, given)
+        except datasets.DatasetRefused as refused:
+            key = "vars" if "vars" in table else "vars_file"
+            raise self.refuse((*where, key, *refused.where), refused.reason) from None
+        return None
 
     def case(self, table: Mapping[str, Any], where: KeyPath) -> Case:
         """A case, each of its keys and turns checked apart; `_CaseRefused` once every problem

@@ -446,6 +446,8 @@ def as_json(report: CaseReport) -> dict[str, Any]:
     return {
         "suite": report.plan.suite.name,
         "case": report.plan.case.name,
+        # The row of a dataset the case was made of, each column's value; None: no dataset.
+        "vars": dict(report.plan.case.vars) or None,
         "file": report.plan.suite.file,
         "instance": report.instance,
         "verdict": report.verdict,

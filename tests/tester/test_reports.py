@@ -282,6 +282,7 @@ def test_report_instance_is_the_threads_else_the_plans() -> None:
 CASE_KEYS = {
     "suite",
     "case",
+    "vars",
     "file",
     "instance",
     "verdict",
@@ -346,6 +347,7 @@ def test_as_json_tells_the_first_miss_and_every_repeat() -> None:
     assert {key: record[key] for key in CASE_KEYS - {"repeats"}} == {
         "suite": "smoke",
         "case": "greets",
+        "vars": None,
         "file": "suites/smoke.suite.toml",
         "instance": "alpha",
         "verdict": FLAKY,

@@ -778,3 +778,265 @@ def test_load_refuses_a_json_schema_file_that_is_no_schema(tmp_path: Path) -> No
         13,
         "json_schema is not a JSON Schema: 'name' is not of type 'array'",
     )
+
+
+# --- datasets: a case per row of vars, its texts templates -------------------------------------
+
+DATASET = """\
+name = "s"
+project = "p"
+
+[judge]
+base_url = "http://127.0.0.1:9/v1"
+model = "m"
+
+[[cases]]
+name = "refund policy"
+repeat = 2
+vars = [{ country = "FR", amount = 20.5 }, { country = "DE", amount = 30 }]
+
+[[cases.turns]]
+send = "Can I get {amount} back in {country}? Answer as {{\\"ok\\": true}}"
+
+[cases.turns.expect]
+icontains = ["{country}"]
+matches = "^{amount}\\\\d{{2}}$"
+judge = "Explains {country}'s rule"
+
+[[cases.turns]]
+regenerate = true
+expect = { tools = [{ name = "lookup", args = { country = { equals = "{country}" } } }] }
+
+[cases.expect_conversation]
+judge = "Never promises more than {amount}"
+"""
+
+
+def test_load_vars_make_a_case_per_row_named_from_its_values(tmp_path: Path) -> None:
+    suite = load_suite(write(tmp_path, DATASET), environ={})
+    france, germany = suite.cases
+    assert (france.name, germany.name) == (
+        "refund policy [country=FR, amount=20.5]",
+        "refund policy [country=DE, amount=30]",
+    )
+    assert france.vars == (("country", "FR"), ("amount", "20.5"))
+    assert (france.line, france.repeat, germany.line, germany.repeat) == (8, 2, 8, 2)
+    asked, again = france.turns
+    assert asked.send == 'Can I get 20.5 back in FR? Answer as {"ok": true}'
+    assert (asked.expect.icontains, asked.expect.judge) == (("FR",), "Explains FR's rule")
+    # A value in a regular expression matches itself only; a doubled brace is the pattern's own.
+    assert asked.expect.matches is not None
+    assert asked.expect.matches.pattern == "^20\\.5\\d{2}$"
+    assert asked.expect.matches.search("20.512") and not asked.expect.matches.search("20x512")
+    assert (again.send, again.regenerate) == (asked.send, True)
+    assert again.expect.tools is not None
+    [argument] = again.expect.tools[0].args
+    assert (argument.name, argument.expect.equals) == ("country", "FR")
+    assert france.expect_conversation.judge == "Never promises more than 20.5"
+    assert germany.turns[0].send == 'Can I get 30 back in DE? Answer as {"ok": true}'
+    assert germany.expect_conversation.judge == "Never promises more than 30"
+
+
+def test_load_vars_as_an_array_of_tables_and_in_a_simulated_user(tmp_path: Path) -> None:
+    text = JUDGED_HEAD + (
+        '\n[[cases.vars]]\norder = 42\n\n[[cases.vars]]\norder = "A-7"\nurgent = true\n'
+    )
+    refused = refusal(tmp_path, text)
+    # Every row names the same columns; the refusal points at the row that differs.
+    assert (refused.line, refused.reason) == (
+        14,
+        "vars row 2 does not have the columns of row 1 (order): urgent differs",
+    )
+    text = JUDGED_HEAD + (
+        '\n[[cases.vars]]\norder = 42\n\n[[cases.vars]]\norder = "A-7"\n'
+        '\n[cases.simulate]\npersona = "a customer of order {order}"\n'
+        'goal = "a refund for order {order}"\nmax_turns = 2\n'
+    )
+    first, second = load_suite(write(tmp_path, text), environ={}).cases
+    assert (first.name, second.name) == ("c [order=42]", "c [order=A-7]")
+    assert second.simulate == Simulate("a customer of order A-7", "a refund for order A-7", 2)
+
+
+@pytest.mark.parametrize(
+    ("name", "content"),
+    [
+        # A spreadsheet's CSV: a byte-order mark, a quoted comma, a blank line at the end.
+        ("cases.csv", '\ufeffcountry,amount\nFR,"20,5"\nDE,30\n\n'),
+        ("cases.json", '[{"country": "FR", "amount": "20,5"}, {"country": "DE", "amount": 30}]'),
+        ("cases.jsonl", '{"country": "FR", "amount": "20,5"}\n\n{"country": "DE", "amount": 30}\n'),
+    ],
+)
+def test_load_vars_file_relative_to_the_suite_file(tmp_path: Path, name: str, content: str) -> None:
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / name).write_text(content, encoding="utf-8")
+    text = HEAD.replace('name = "c"', f'name = "c"\nvars_file = "data/{name}"').replace(
+        'send = "hi"', 'send = "{amount} in {country}"'
+    )
+    first, second = load_suite(write(tmp_path, text), environ={}).cases
+    assert [(case.name, case.turns[0].send) for case in (first, second)] == [
+        ("c [country=FR, amount=20,5]", "20,5 in FR"),
+        ("c [country=DE, amount=30]", "30 in DE"),
+    ]
+
+
+def test_load_without_vars_leaves_braces_as_written(tmp_path: Path) -> None:
+    """A file written before datasets keeps its meaning: a case without vars has no templates."""
+    text = HEAD + "expect = { equals = '{\"name\": \"{name}\"}', matches = '\\d{2}' }\n"
+    [case] = load_suite(write(tmp_path, text), environ={}).cases
+    assert case.turns[0].expect.equals == '{"name": "{name}"}'
+    assert case.vars == ()
+
+
+def test_load_vars_row_name_over_the_limit_is_cut_and_stays_unique(tmp_path: Path) -> None:
+    long = "a very long question that goes on " * 3
+    text = HEAD.replace(
+        'name = "c"', f'name = "c"\nvars = [{{ q = "{long}1" }}, {{ q = "{long}2" }}]'
+    ).replace('send = "hi"', 'send = "{q}"')
+    first, second = load_suite(write(tmp_path, text), environ={}).cases
+    assert len(first.name) == len(second.name) == 80
+    assert first.name.startswith("c [q=a very long question")
+    assert first.name[-10:-7] == "… #" and first.name.endswith("]")
+    assert first.name != second.name
+    # The same row is named the same in every run: its history follows it.
+    again, _ = load_suite(write(tmp_path, text), environ={}).cases
+    assert again.name == first.name
+
+
+def test_load_vars_row_name_escapes_control_characters(tmp_path: Path) -> None:
+    text = HEAD.replace('name = "c"', 'name = "c"\nvars = [{ q = "two\\nlines\\u0007" }]')
+    [case] = load_suite(write(tmp_path, text.replace('send = "hi"', 'send = "{q}"'))).cases
+    assert case.name == "c [q=two lines\\x07]"
+    assert case.turns[0].send == "two\nlines\x07"
+
+
+# The dataset case of the refusals below: `vars` on line 6, the turn's send on 9, its expect 10.
+ROWS = HEAD.replace('name = "c"', 'name = "c"\nvars = [{ city = "Paris" }, { city = "Lyon" }]')
+ROWS = ROWS.replace('send = "hi"', 'send = "weather in {city}?"')
+
+
+def rows_with(vars_line: str) -> str:
+    return ROWS.replace('vars = [{ city = "Paris" }, { city = "Lyon" }]', vars_line)
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "reason"),
+    [
+        (
+            ROWS + "expect = { contains = ['{town}'] }\n",
+            10,
+            "{town} in turns[1].expect.contains[1] names no column of the case's vars (city)",
+        ),
+        (
+            ROWS.replace("{city}", "{City}"),
+            9,
+            "{City} in turns[1].send names no column of the case's vars (city)",
+        ),
+        (
+            rows_with('vars = [{ city = "Paris", day = "monday" }]'),
+            6,
+            "column day of the case's vars is placed nowhere",
+        ),
+        (ROWS + "expect = { equals = '{\"a\": 1}' }\n", 10, "'{\"a\": 1}' in turns[1].expect"),
+        (ROWS.replace("{city}?", "{city}? }"), 9, "'}' in turns[1].send is no placeholder"),
+        (ROWS.replace("{city}?", "{city}? {}"), 9, "'{}' in turns[1].send is no placeholder"),
+        (ROWS.replace("{city}?", "{city}? {2x}"), 9, "'{2x}' in turns[1].send"),
+        (rows_with("vars = []"), 6, "vars must be a list of one or more tables"),
+        (rows_with('vars = { city = "Paris" }'), 6, "vars must be a list of one or more tables"),
+        (rows_with('vars = ["Paris"]'), 6, "vars row 1 must be a table"),
+        (rows_with("vars = [{}]"), 6, "vars row 1 has no values"),
+        (
+            rows_with('vars = [{ city = ["Paris"] }]'),
+            6,
+            "vars row 1: city must be a text, a number, true or false",
+        ),
+        (
+            rows_with('vars = [{ city = "Paris" }, { town = "Lyon" }]'),
+            6,
+            "vars row 2 does not have the columns of row 1 (city): city differs",
+        ),
+        (
+            rows_with('vars = [{ city = "Paris" }, { city = "Lyon" }, { city = "Paris" }]'),
+            6,
+            "vars rows 1 and 3 hold the same values",
+        ),
+        (
+            rows_with('vars = [{ "the city" = "Paris" }]'),
+            6,
+            "vars: column 'the city' is no name a placeholder can use",
+        ),
+        (
+            rows_with('vars = [{ city = "Paris" }]\nvars_file = "cities.csv"'),
+            7,
+            "a case takes vars or vars_file, not both",
+        ),
+        (rows_with("vars_file = 3"), 6, "vars_file must be a file's path, as a text"),
+        (
+            rows_with('vars_file = "nowhere.csv"'),
+            6,
+            "vars_file nowhere.csv cannot be read (No such file or directory)",
+        ),
+        (rows_with('vars_file = "cities.xlsx"'), 6, "vars_file cities.xlsx must be a .csv, .json"),
+        (rows_with('var = [{ city = "Paris" }]'), 6, "unknown key 'var' in a case; it takes"),
+        # A refusal of one row's case names the row.
+        (
+            rows_with('vars = [{ city = "Paris" }, { city = " " }]').replace(
+                'send = "weather in {city}?"', 'send = "{city}"'
+            ),
+            9,
+            "row 2 (city= ): a turn needs send, a text that is not empty",
+        ),
+        # A row named as another case is: the second case's name.
+        (
+            rows_with('vars = [{ city = "Paris" }]')
+            + '\n[[cases]]\nname = "c [city=Paris]"\n[[cases.turns]]\nsend = "x"\n',
+            12,
+            "a second case named 'c [city=Paris]'",
+        ),
+    ],
+)
+def test_load_refuses_a_dataset_with_file_line_and_reason(
+    tmp_path: Path, text: str, line: int, reason: str
+) -> None:
+    refused = refusal(tmp_path, text)
+    assert (refused.line, refused.reason.startswith(reason)) == (line, True), refused
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        ("", "vars_file cities.csv has no header row (the columns' names)"),
+        ("city\n", "vars_file cities.csv has no rows"),
+        ("city,day\nParis\n", "vars_file cities.csv line 2 has 1 values; the header names 2"),
+        ("city\nParis,monday\n", "vars_file cities.csv line 2 has 2 values; the header names 1"),
+        ('city\n"Paris\n', "vars_file cities.csv is not valid CSV at line 2: unexpected end"),
+        ("city,city\nParis,Lyon\n", "vars_file cities.csv: column 'city' is named twice"),
+        ("the city\nParis\n", "vars_file cities.csv: column 'the city' is no name"),
+        ("city\nParis\nParis\n", "vars_file cities.csv rows 1 and 2 hold the same values"),
+        ("city\n" + "".join(f"c{n}\n" for n in range(1001)), "vars_file cities.csv has more than"),
+    ],
+)
+def test_load_refuses_a_bad_csv_at_the_vars_file_line(
+    tmp_path: Path, content: str, reason: str
+) -> None:
+    (tmp_path / "cities.csv").write_text(content, encoding="utf-8")
+    refused = refusal(tmp_path, rows_with('vars_file = "cities.csv"'))
+    assert (refused.line, refused.reason.startswith(reason)) == (6, True), refused
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "reason"),
+    [
+        ("cities.json", '{"city": "Paris"}', "vars_file cities.json must hold a JSON array of"),
+        ("cities.json", '[{"city": "Paris"},', "vars_file cities.json is not JSON at line 1"),
+        ("cities.json", '[{"city": null}]', "vars_file cities.json row 1: city must be a text"),
+        ("cities.jsonl", '{"city": "Paris"}\n[1]\n', "vars_file cities.jsonl line 2 must be a"),
+        ("cities.jsonl", '{"city": "Paris"}\n{\n', "vars_file cities.jsonl line 2 is not JSON"),
+        ("cities.json", "[]", "vars_file cities.json has no rows"),
+    ],
+)
+def test_load_refuses_a_bad_json_vars_file(
+    tmp_path: Path, name: str, content: str, reason: str
+) -> None:
+    (tmp_path / name).write_text(content, encoding="utf-8")
+    refused = refusal(tmp_path, rows_with(f'vars_file = "{name}"'))
+    assert (refused.line, refused.reason.startswith(reason)) == (6, True), refused

@@ -148,6 +148,22 @@ def test_selected_keeps_cases_whose_suite_and_name_contain_the_keyword() -> None
     assert [p.case.name for p in plans(suites, keyword="case 2")] == ["case 2"]
 
 
+def test_selected_picks_a_datasets_rows_by_their_names(tmp_path: Path) -> None:
+    """Each row is a case named from its values: -k selects rows as it selects cases."""
+    text = (
+        'name = "s"\nproject = "p"\n[[cases]]\nname = "refund"\n'
+        'vars = [{ country = "FR" }, { country = "DE" }, { country = "FRA" }]\n'
+        '[[cases.turns]]\nsend = "refund in {country}"\n'
+    )
+    suites = [write_suite(tmp_path, text)]
+    assert [p.case.name for p in plans(suites, keyword="country=FR")] == [
+        "refund [country=FR]",
+        "refund [country=FRA]",
+    ]
+    assert [p.case.name for p in plans(suites, keyword="[country=DE]")] == ["refund [country=DE]"]
+    assert len(plans(suites, keyword="refund")) == 3
+
+
 # --- running over a stand-in listener ---------------------------------------------------------
 
 

@@ -421,3 +421,68 @@ def test_run_against_the_human_listener_says_which_listener_to_use(
         "tester listener (MOSAIC_TESTER_PORT)\n"
     )
     assert ran.out == ""
+
+
+DATASET = """
+name = "launches"
+project = "qa"
+
+[[cases]]
+name = "remembers the city"
+vars_file = "cities.csv"
+
+[[cases.turns]]
+send = "The launch is in {city}."
+expect = { contains = ["is in {expected}."] }
+"""
+LISBON = "remembers the city [city=Lisbon, expected=Lisbon]"
+PORTO = "remembers the city [city=Porto, expected=Lisbon]"
+
+
+def test_run_dataset_rows_are_cases_with_their_own_verdicts_and_history(
+    live: Served, tmp_path: Path
+) -> None:
+    """Each row of a CSV dataset is a case named from its values: its own line, record, JUnit
+    testcase and stored case, its verdict from its own replies; -k picks rows by name."""
+    (tmp_path / "cities.csv").write_text("city,expected\nLisbon,Lisbon\nPorto,Lisbon\n")
+    suite = write_suite(tmp_path, DATASET)
+    junit = tmp_path / "junit.xml"
+    ran = run_testassistant(suite, "--url", live.url, "--json", "--junit", junit)
+    assert ran.status == 1, ran.out + ran.error
+    *found, summary = ran.json_lines()
+    assert [(c["case"], c["verdict"], c["vars"]) for c in found] == [
+        (LISBON, "pass", {"city": "Lisbon", "expected": "Lisbon"}),
+        (PORTO, "fail", {"city": "Porto", "expected": "Lisbon"}),
+    ]
+    assert found[0]["repeats"][0]["turns"][0]["sent"] == "The launch is in Lisbon."
+    assert (found[1]["sent"], found[1]["expected"]) == (
+        "The launch is in Porto.",
+        "the reply contains 'is in Lisbon.'",
+    )
+    testcases = ElementTree.parse(junit).getroot().findall("./testsuite/testcase")
+    assert [(c.get("name"), c.find("failure") is not None) for c in testcases] == [
+        (LISBON, False),
+        (PORTO, True),
+    ]
+    stored = live.tester.get(f"/api/suite-runs/{summary['summary']['run']}")["cases"]
+    assert {case["case"]: case["verdict"] for case in stored} == {LISBON: "pass", PORTO: "fail"}
+    only = run_testassistant(suite, "--url", live.url, "-k", "city=Porto")
+    assert only.status == 1, only.out + only.error
+    assert f"FAIL  launches · {PORTO}: turn 1" in only.out
+    assert "city=Lisbon" not in only.out
+    assert only.out.splitlines()[-1].startswith("0 pass, 0 flaky, 1 fail, 0 error (run ")
+
+
+def test_run_dataset_with_an_unknown_placeholder_is_refused_and_sends_nothing(
+    live: Served, tmp_path: Path
+) -> None:
+    (tmp_path / "cities.csv").write_text("city,expected\nLisbon,Lisbon\n")
+    suite = write_suite(tmp_path, DATASET.replace("{expected}", "{expect}"))
+    threads = live.tester_threads()
+    ran = run_testassistant(suite, "--url", live.url)
+    assert ran.status == 2
+    assert ran.error.startswith(
+        f"refused: {suite}:11: {{expect}} in turns[1].expect.contains[1] names no column of "
+        "the case's vars (city, expected)"
+    )
+    assert (ran.out, live.tester_threads()) == ("", threads)
