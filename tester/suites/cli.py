@@ -6,12 +6,13 @@ tester Console does: never as the human, never through the broker, so what passe
 listener serves. Each test run is stored through the listener (`/api/suite-runs`), compared
 with an earlier one when asked, and its passed repeats' threads archived.
 
-Exit status: 0 when no case is `fail` or `error` (with `--fail-on-regression`: when no case
-regressed), 1 otherwise, 2 for a usage error, a refused file, a refusal from the listener or a
-listener that does not answer, 130 when interrupted. A stored test run that cannot finish (a
-refusal, an interruption, the client failing) is ended `halted` with its reason. `--check` and
-`--list` send nothing: they check every file, telling every mistake (2 when there is one, else
-0), and `--list` then prints the cases as they would run.
+Exit status: 0 when no case is `fail` or `error` and `--max-cost` left no case unrun (with
+`--fail-on-regression`: when no case regressed), 1 otherwise, 2 for a usage error, a refused
+file, a refusal from the listener or a listener that does not answer, 130 when interrupted. A
+stored test run that cannot finish (a refusal, an interruption, the client failing) is ended
+`halted` with its reason. `--check` and `--list` send nothing: they check every file, telling
+every mistake (2 when there is one, else 0), and `--list` then prints the cases as they would
+run.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import Any, Protocol
 
 from . import DEFAULT_PORT, reports
 from .client import ListenerError, TesterClient
+from .costs import PRICE_MAX
 from .files import REPEAT_MAX, Suite, SuiteFileRefused, load_suites
 from .html_report import write_html
 from .runner import ERROR, FAIL, CaseReport, Plan, TestRun, plans, run_plans
@@ -67,7 +69,16 @@ def alpha_level(value: str) -> float:
     return parsed
 
 
+def amount(value: str) -> float:
+    """`--max-cost`: an amount more than 0, in the unit of the suite files' prices."""
+    parsed = float(value)
+    if not 0 < parsed <= PRICE_MAX:
+        raise ValueError(value)
+    return parsed
+
+
 alpha_level.__name__ = "a number more than 0 and less than 1"
+amount.__name__ = "an amount, more than 0"
 
 
 def run_id(value: str) -> str | int:
@@ -129,6 +140,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--fail-on-regression",
         action="store_true",
         help="exit 1 only when a case regressed (compares with the last run unless --compare)",
+    )
+    parser.add_argument(
+        "--max-cost",
+        type=amount,
+        metavar="AMOUNT",
+        help="send no new turn once the replies cost this much, at the suite files' [pricing]",
     )
     parser.add_argument(
         "--keep-threads",
@@ -222,6 +239,9 @@ def _run(options: argparse.Namespace, *, out: Writer, url: str) -> int:
     )
     if not planned:
         raise Refused(f"refused: no case matches -k {options.keyword!r}")
+    if options.max_cost is not None and not any(suite.pricing for suite in suites):
+        # A limit no turn's cost could count towards would stop nothing.
+        raise Refused("refused: --max-cost needs prices: no suite file has a [pricing] table")
 
     def tell(text: str) -> None:
         out.write(text + "\n")
@@ -279,7 +299,9 @@ def _run(options: argparse.Namespace, *, out: Writer, url: str) -> int:
             tell(reports.line(report, with_instance=several, compared=compare is not None))
 
     try:
-        test_run = run_plans(planned, client, jobs=options.jobs, on_report=on_report)
+        test_run = run_plans(
+            planned, client, jobs=options.jobs, on_report=on_report, max_cost=options.max_cost
+        )
     except KeyboardInterrupt:
         halt(client, stored["id"], "interrupted: the client was stopped (Ctrl-C)")
         raise
@@ -338,6 +360,9 @@ def _report(
     if options.json:
         tell(reports.json_summary(test_run, run_id=stored["id"], notes=notes))
         return
+    stop = reports.stop_line(test_run)
+    if stop is not None:
+        tell(stop)
     for plan in test_run.not_run:
         tell(reports.not_run_line(plan, with_instance=several))
     for row in reports.instance_matrix(test_run.reports):
@@ -404,6 +429,9 @@ def status(test_run: TestRun, *, fail_on_regression: bool) -> int:
     if fail_on_regression:
         return FAILED_STATUS if test_run.regressed else 0
     if test_run.count(FAIL) or test_run.count(ERROR):
+        return FAILED_STATUS
+    # Cases --max-cost left unrun are no pass: what they would have said is unknown.
+    if test_run.max_cost_reached and test_run.not_run:
         return FAILED_STATUS
     return 0
 

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from .client import Outcome, Reply, describe_no_reply
+from .costs import Price, Spend, money, turn_cost
 from .files import ConversationExpect, Expect
 from .judge import Judge, JudgeError, Transcript, Verdict, Vote, quoted
 from .matchers import Failure, json_failure, text_failure
@@ -32,9 +33,10 @@ def check_turn(
     *,
     transcript: Transcript = (),
     judge: Judge | None = None,
+    price: Price | None = None,
 ) -> Checked:
     """`outcome` against `expect`; `transcript` is the conversation up to and including this
-    reply, what a judge grades it in."""
+    reply, what a judge grades it in; `price` the price of the model the reply recorded."""
     within = f"{expect.within:g} s"
     if not expect.reply:
         # No reply expected: a stopped turn, a failed one or silence all pass.
@@ -45,7 +47,7 @@ def check_turn(
         return Checked(
             Failure(f"a reply within {within}", describe_no_reply(outcome, expect.within))
         )
-    failure = first_failure(expect, outcome.reply)
+    failure = first_failure(expect, outcome.reply, price)
     if failure is not None or expect.judge is None:
         return Checked(failure)
     if judge is None:
@@ -73,14 +75,33 @@ def judged(verdict: Verdict, expected: str, *, after: str = "") -> Checked:
     )
 
 
-def first_failure(expect: Expect, reply: Reply) -> Failure | None:
+def first_failure(expect: Expect, reply: Reply, price: Price | None = None) -> Failure | None:
     """The first expectation short of the judge that `reply` misses, or None."""
     return (
         text_failure(expect, reply.body)
         or json_failure(expect, reply.body)
         or recorded_failure(expect, reply)
+        or cost_failure(expect.max_cost, reply, price)
         or steps_failure(expect, reply.steps)
     )
+
+
+def cost_failure(limit: float | None, reply: Reply, price: Price | None) -> Failure | None:
+    """`max_cost`: the reply cost at most `limit` at `price`; a cost that is unknown (no
+    usage recorded, no price for its model) is no pass."""
+    if limit is None:
+        return None
+    cost = turn_cost(reply, price)
+    expected = f"a cost of at most {money(limit)}"
+    if cost.amount is None:
+        return Failure(expected, f"the cost is unknown: {cost.unknown}")
+    if cost.amount > limit:
+        return Failure(
+            expected,
+            f"it cost {money(cost.amount)} ({cost.prompt_tokens:,} tokens in, "
+            f"{cost.completion_tokens:,} out)",
+        )
+    return None
 
 
 def recorded_failure(expect: Expect, reply: Reply) -> Failure | None:
@@ -125,9 +146,11 @@ def check_conversation(
     transcript: Transcript,
     seconds: Sequence[float],
     judge: Judge | None,
+    spend: Spend | None = None,
 ) -> Checked:
     """A whole conversation against `[cases.expect_conversation]`: every turn's reply within
-    `max_turn_seconds`, then the judge over the whole transcript."""
+    `max_turn_seconds`, what its turns `spend` within `max_cost`, then the judge over the whole
+    transcript."""
     limit = expect.max_turn_seconds
     if limit is not None:
         for number, took in enumerate(seconds, start=1):
@@ -135,9 +158,27 @@ def check_conversation(
                 return Checked(
                     Failure(f"every reply within {limit:g} s", f"turn {number} took {took:.2f} s")
                 )
+    failure = spend_failure(expect.max_cost, spend or Spend())
+    if failure is not None:
+        return Checked(failure)
     if expect.judge is None:
         return Checked(None)
     if judge is None:
         raise ValueError("an expectation with a judge needs a judge")
     verdict = judge.grade_conversation(expect.judge, transcript)
     return judged(verdict, f"the conversation ({expect.judge})")
+
+
+def spend_failure(limit: float | None, spend: Spend) -> Failure | None:
+    """The conversation's `max_cost`: its turns cost at most `limit` together; a turn whose
+    cost is unknown makes the sum unknown, which is no pass."""
+    if limit is None:
+        return None
+    expected = f"the conversation to cost at most {money(limit)}"
+    if spend.unknown:
+        return Failure(
+            expected, f"the cost is unknown: {spend.unknown}, of its {spend.turns} turns"
+        )
+    if spend.amount > limit:
+        return Failure(expected, f"it cost {money(spend.amount)}")
+    return None

@@ -23,6 +23,7 @@ from typing import Any, TypeGuard, TypeVar
 import jsonschema
 
 from . import datasets
+from .costs import PRICE_MAX, Price
 from .judge import BASE_URL_VARIABLE, MODEL_VARIABLE, JudgeConfig
 from .steps import OUTCOMES
 
@@ -48,7 +49,10 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _VARIABLE = re.compile(r"[A-Z_][A-Z0-9_]*")
 _URL = re.compile(r"https?://[^\s/]+(/\S*)?")
 
-_SUITE_KEYS = frozenset({"name", "project", "instances", "judge", "cases"})
+_SUITE_KEYS = frozenset({"name", "project", "instances", "judge", "pricing", "cases"})
+_PRICE_KEYS = frozenset({"input", "output"})
+# A model's name as a reply records it (the business file's limit on `model`).
+MODEL_MAX = 200
 _JUDGE_KEYS = frozenset({"base_url", "model", "api_key_env", "votes"})
 _CASE_KEYS = frozenset(
     {
@@ -64,7 +68,7 @@ _CASE_KEYS = frozenset(
     }
 )
 _SIMULATE_KEYS = frozenset({"persona", "goal", "max_turns", "within"})
-_CONVERSATION_KEYS = frozenset({"judge", "max_turn_seconds"})
+_CONVERSATION_KEYS = frozenset({"judge", "max_turn_seconds", "max_cost"})
 _TURN_KEYS = frozenset({"send", "regenerate", "expect"})
 # Checked in this order (docs/suite-file.md); `within` and `reply` say how to wait.
 _TEXT_KEYS = ("contains", "not_contains", "icontains", "equals", "matches", "not_matches")
@@ -76,6 +80,7 @@ _EXPECT_KEYS = frozenset(
         "max_seconds",
         "max_first_token_seconds",
         "max_completion_tokens",
+        "max_cost",
         "model",
         "finish_reason",
         "judge",
@@ -182,6 +187,8 @@ class Expect:
     max_seconds: float | None = None
     max_first_token_seconds: float | None = None
     max_completion_tokens: int | None = None
+    # The most the reply may cost, at its model's price (`[pricing]`).
+    max_cost: float | None = None
     model: str | None = None
     finish_reason: str | None = None
     # The rubric a judge grades the reply against.
@@ -202,6 +209,8 @@ class ConversationExpect:
 
     judge: str | None = None
     max_turn_seconds: float | None = None
+    # The most the conversation's replies may cost together.
+    max_cost: float | None = None
 
 
 @dataclass(frozen=True)
@@ -259,6 +268,12 @@ class Suite:
     # business's default instance.
     instances: tuple[str, ...] = ()
     judge: JudgeConfig | None = None
+    # `[pricing.MODEL]`: each model's prices, by the name a reply records.
+    pricing: Mapping[str, Price] = field(default_factory=dict, hash=False)
+
+    def price_of(self, model: str | None) -> Price | None:
+        """The price of a reply that recorded `model`; None: unknown."""
+        return None if model is None else self.pricing.get(model)
 
 
 def suite_files(paths: Iterable[str | Path]) -> list[Path]:
@@ -365,6 +380,7 @@ class _Reader:
         judge = self.collect(lambda: self.judge(document.get("judge")))
         # A judge table that is refused is not one that is missing.
         judge_refused = len(self.problems) > told
+        pricing = self.collect(lambda: self.pricing(document.get("pricing")))
         cases = self.collect(lambda: self.tables(document, ("cases",), "a suite file", "[[cases]]"))
         read: list[Case] = []
         seen: set[str] = set()
@@ -394,7 +410,8 @@ class _Reader:
             # In the file's order, whatever order they were found in.
             raise SuiteFilesRefused(sorted(self.problems, key=lambda problem: problem.line))
         assert name is not None and project is not None and instances is not None
-        return Suite(name, project, tuple(read), self.source, instances, judge)
+        assert pricing is not None
+        return Suite(name, project, tuple(read), self.source, instances, judge, pricing)
 
     def instances(self, document: Mapping[str, Any]) -> tuple[str, ...]:
         value = document.get("instances", [])
@@ -445,6 +462,46 @@ class _Reader:
                 (*where, "votes"), f"votes must be an odd number from 1 to {VOTES_MAX}"
             )
         return JudgeConfig(base_url, model, api_key_env, votes)
+
+    def pricing(self, table: object) -> dict[str, Price]:
+        """`[pricing.MODEL]`: for each model, by the name its replies record, the price of a
+        million `input` and of a million `output` tokens."""
+        where: KeyPath = ("pricing",)
+        if table is None:
+            return {}
+        if not isinstance(table, dict) or not all(isinstance(v, dict) for v in table.values()):
+            raise self.refuse(
+                where, "pricing must be a table per model: [pricing.MODEL] input = …, output = …"
+            )
+        prices = {}
+        for model, price in table.items():
+            at = (*where, model)
+            if not _is_text(model) or len(model) > MODEL_MAX:
+                raise self.refuse(
+                    at, f"a priced model's name must be 1 to {MODEL_MAX} characters, none a control"
+                )
+            self.only(price, _PRICE_KEYS, at, f"[pricing.{model}]")
+            for key in sorted(_PRICE_KEYS):
+                value = price.get(key)
+                if not _is_number(value) or not 0 <= value <= PRICE_MAX:
+                    raise self.refuse(
+                        (*at, key),
+                        f"[pricing.{model}] needs {key}, the price of a million {key} tokens: a "
+                        f"number from 0 to {PRICE_MAX:,.0f}",
+                    )
+            prices[model] = Price(float(price["input"]), float(price["output"]))
+        return prices
+
+    def max_cost(self, table: Mapping[str, Any], where: KeyPath) -> float | None:
+        """`max_cost`: the most a reply, or a conversation, may cost."""
+        value = table.get("max_cost")
+        if value is None:
+            return None
+        if not _is_number(value) or not 0 < value <= PRICE_MAX:
+            raise self.refuse(
+                where, f"max_cost must be an amount, more than 0 and at most {PRICE_MAX:,.0f}"
+            )
+        return float(value)
 
     def judge_key(self, table: Mapping[str, Any], where: KeyPath) -> KeyPath:
         """Where a case first asks for the judge, for the refusal to point at."""
@@ -624,6 +681,7 @@ class _Reader:
         return ConversationExpect(
             judge=self.rubric(value, (*where, "judge")),
             max_turn_seconds=self.seconds(value, (*where, "max_turn_seconds"), WITHIN_MAX),
+            max_cost=self.max_cost(value, (*where, "max_cost")),
         )
 
     def turn(
@@ -713,6 +771,7 @@ class _Reader:
                 table, (*where, "max_first_token_seconds"), WITHIN_MAX
             ),
             max_completion_tokens=tokens,
+            max_cost=self.max_cost(table, (*where, "max_cost")),
             model=self.text(table, (*where, "model")),
             finish_reason=self.text(table, (*where, "finish_reason")),
             judge=self.rubric(table, (*where, "judge")),
@@ -942,8 +1001,12 @@ _KEY = re.compile(
 )
 
 
+_DOTTED_PART = re.compile(r"\s*(\"[^\"]*\"|'[^']*'|[^.]+?)\s*(?:\.|$)")
+
+
 def _dotted(text: str) -> list[str]:
-    return [part.strip().strip("\"'") for part in text.split(".")]
+    """A dotted key's parts; a quoted part may hold dots (`pricing."gpt-4.1"`)."""
+    return [part.strip("\"'") for part in _DOTTED_PART.findall(text.strip())]
 
 
 def key_lines(text: str) -> list[tuple[KeyPath, int]]:

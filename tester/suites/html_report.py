@@ -1,9 +1,9 @@
 """`--html PATH`: one self-contained page of a test run, readable offline from a file.
 
 Every case on every instance, its verdict, `k/N`, the pass rate's 95% interval and pass^k, its
-change (with its p-value, or "within noise"), and under it each repeat's
-transcript with each turn's steps (the tool calls made answering it), its timings, tokens, model
-and the judge's votes (`pass`, `fail` or `invalid`, each with its reason); a turn the judge
+change (with its p-value, or "within noise"), tokens and cost, and under it each repeat's
+transcript with each turn's steps (the tool calls made answering it), its timings, tokens, cost,
+model and the judge's votes (`pass`, `fail` or `invalid`, each with its reason); a turn the judge
 could not grade is there with its reply. The page carries its own style and no script, image or
 font: opening it fetches nothing. Each text is escaped; a reply is shown as the text it is,
 never rendered, its lines kept and a line too long for the page wrapped anywhere (a page showing
@@ -18,7 +18,8 @@ from datetime import UTC, datetime
 from html import escape
 from pathlib import Path
 
-from .reports import change_text, instance_matrix, interval_text, miss, name_of
+from .costs import money
+from .reports import change_text, instance_matrix, interval_text, miss, name_of, stopped
 from .runner import VERDICTS, CaseReport, Plan, Repeat, TestRun, TurnRecord
 from .steps import describe_step
 
@@ -90,6 +91,8 @@ def page(
     title = f"Conversation tests — run {run_id}" if run_id is not None else "Conversation tests"
     counts = ", ".join(f"{test_run.count(verdict)} {verdict}" for verdict in VERDICTS)
     compared = f"; {test_run.regressed} regressed against run {baseline}" if baseline else ""
+    spend = test_run.spend
+    spent = f"; {spend.told()}" if spend.turns else ""
     several = len({plan.instance for plan in every}) > 1
     parts = [
         "<!doctype html>",
@@ -100,10 +103,13 @@ def page(
         "style-src 'unsafe-inline'\">",
         f"<title>{escape(title)}</title><style>{STYLE}</style></head><body>",
         f"<h1>{escape(title)}</h1>",
-        f'<p class="muted">{escape(counts + compared)}; written '
+        f'<p class="muted">{escape(counts + compared + spent)}; written '
         f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC</p>",
         *(f'<p class="note">{escape(note)}</p>' for note in notes),
     ]
+    stop = stopped(test_run)
+    if stop is not None:
+        parts.append(f'<p class="miss">{escape(stop)}</p>')
     matrix = instance_matrix(test_run.reports)
     if matrix:
         parts.append(_matrix(test_run.reports))
@@ -152,7 +158,8 @@ def _pass_hat_k(report: CaseReport) -> str:
 def _overview(test_run: TestRun, several: bool) -> str:
     rows = [
         "<table><tr><th>case</th><th>verdict</th><th>repeats</th>"
-        "<th>pass rate (95% interval)</th><th>pass^k</th><th>change</th></tr>"
+        "<th>pass rate (95% interval)</th><th>pass^k</th><th>change</th>"
+        "<th>tokens and cost</th></tr>"
     ]
     for report in test_run.reports:
         low, high = report.interval
@@ -162,7 +169,8 @@ def _overview(test_run: TestRun, several: bool) -> str:
             f"<td>{report.passed_repeats}/{report.repeat_count}</td>"
             f"<td>{report.pass_rate:.0%} ({low * 100:.0f}–{high * 100:.0f}%)</td>"
             f"<td>{escape(_pass_hat_k(report))}</td>"
-            f"<td>{escape(change_text(report))}</td></tr>"
+            f"<td>{escape(change_text(report))}</td>"
+            f"<td>{escape(report.spend.told())}</td></tr>"
         )
     rows.append("</table>")
     return "".join(rows)
@@ -175,7 +183,8 @@ def _case(report: CaseReport, several: bool, console_url: str | None) -> str:
         f'<section class="case"><h2>{_badge(report.verdict)} {heading}</h2>',
         f'<p class="facts">{report.passed_repeats}/{report.repeat_count} passed, '
         f"{escape(interval_text(report))}, {escape(_pass_hat_k(report))}{change} · "
-        f"instance {escape(report.instance or 'default')} · {report.seconds:.1f} s</p>",
+        f"instance {escape(report.instance or 'default')} · {report.seconds:.1f} s · "
+        f"{escape(report.spend.told())}</p>",
     ]
     if report.first_miss is not None:
         parts.append(f'<p class="miss">{escape(miss(report))}</p>')
@@ -243,6 +252,11 @@ def _turn(turn: TurnRecord) -> str:
             facts.append(f"model {reply.model}")
         if reply.finish_reason:
             facts.append(f"finish {reply.finish_reason}")
+        cost = turn.cost
+        amount = cost.amount
+        facts.append(
+            f"cost {money(amount)}" if amount is not None else f"cost unknown: {cost.unknown}"
+        )
         parts.append(f'<div class="facts">{escape(" · ".join(facts))}</div>')
     else:
         parts.append(

@@ -32,7 +32,7 @@ from .files import (
     load_suite,
 )
 from .judge import JudgeError, turn_transcript
-from .reports import miss_lines, tally
+from .reports import cost_properties, miss_lines, tally
 from .runner import ERROR, FAIL, Judges, Plan, plans, run_plan
 from .visible import visible
 
@@ -153,6 +153,12 @@ class CheckedReply(Reply):
         every expectation (judge included: `MOSAIC_JUDGE_*` names the judge). A judge that
         cannot grade it fails the test on one line, this frame and the judge's hidden."""
         __tracebackhide__ = True
+        if "max_cost" in expect:
+            # A reply's price is a suite file's [pricing]; here it would always be unknown.
+            raise TypeError(
+                "reply.check: max_cost needs a suite file's [pricing]; compare reply.usage "
+                "with your own prices instead"
+            )
         try:
             wanted = expect_of(expect)
         except SuiteFileRefused as refusal:
@@ -273,6 +279,7 @@ class CaseItem(pytest.Item):
             ("repeat_count", report.repeat_count),
             ("runs", report.repeat_count),
             ("threads", " ".join(str(thread) for thread in report.threads)),
+            *cost_properties(report.spend).items(),
         ]
         if report.verdict in (FAIL, ERROR):
             told = "\n".join(miss_lines(report))

@@ -5,6 +5,9 @@ verdict and, when the test run is compared with an earlier one, its change. The 
 the stored history (`stored_record`) are the JSON records without the conversation's texts:
 those stay in the threads the record names.
 
+Tokens and cost are told per case and per test run (`costs.Spend`): what is known, and how many
+turns recorded no usage or have no price, never a zero in their place.
+
 `--json` records and JUnit properties write `k` and `N` as `passed_repeats` and `repeat_count`,
 and again, with the same values, under their deprecated names `passed_runs` and `runs`; the
 stored record keeps the listener's names for them.
@@ -19,8 +22,10 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from .costs import Spend, money, plain
 from .judge import QUOTED, quoted
 from .runner import (
+    COST_LIMIT,
     ERROR,
     FAIL,
     FLAKY,
@@ -157,16 +162,18 @@ def miss_lines(report: CaseReport) -> list[str]:
 
 
 def line(report: CaseReport, *, with_instance: bool = False, compared: bool = False) -> str:
-    """One line: its verdict, the case, where it first went wrong, and `k/N verdict`."""
+    """One line: its verdict, the case, where it first went wrong, `k/N verdict`, and, when
+    its suite file prices models, its tokens and cost (the summary tells them in any case)."""
     label = f"{LABELS[report.verdict]:<5}"
     name = name_of(report, with_instance=with_instance)
+    spent = f" · {report.spend.told()}" if report.plan.suite.pricing else ""
     if report.verdict == PASS:
         turns = max(len(repeat.turns) for repeat in report.repeats)
         return (
             f"{label} {name} ({turns} turn{'s' if turns != 1 else ''}) "
-            f"· {tally(report, compared=compared)}"
+            f"· {tally(report, compared=compared)}{spent}"
         )
-    return f"{label} {name}: {miss(report)} · {tally(report, compared=compared)}"
+    return f"{label} {name}: {miss(report)} · {tally(report, compared=compared)}{spent}"
 
 
 def not_run_line(plan: Plan, *, with_instance: bool = False) -> str:
@@ -210,9 +217,33 @@ def coverage_note(test_run: TestRun, baseline: int | None) -> str | None:
     return told
 
 
+def stopped(test_run: TestRun) -> str | None:
+    """What `--max-cost` stopped, when the test run reached it; None when it did not."""
+    if not test_run.max_cost_reached or test_run.max_cost is None:
+        return None
+    cut = sum(
+        repeat.problem is not None and repeat.problem.code == COST_LIMIT
+        for report in test_run.reports
+        for repeat in report.repeats
+    )
+    not_run = len(test_run.not_run)
+    return (
+        f"the test run reached --max-cost {money(test_run.max_cost)} "
+        f"({money(test_run.spend.amount)} counted) and sent no turn after it: "
+        f"{cut} repeat{'s' if cut != 1 else ''} cut short, {not_run} "
+        f"case{'s' if not_run != 1 else ''} not run"
+    )
+
+
+def stop_line(test_run: TestRun) -> str | None:
+    """`STOP  …`, said before the cases not run, when `--max-cost` stopped the test run."""
+    told = stopped(test_run)
+    return None if told is None else f"STOP  {told}"
+
+
 def summary(test_run: TestRun, seconds: float, *, run_id: int | None, baseline: int | None) -> str:
     """The last line: the verdicts' counts, the regressions against the baseline, what was not
-    run, and the stored test run's id."""
+    run, the stored test run's id, its time, and its tokens and cost once any turn was sent."""
     parts = [f"{test_run.count(verdict)} {verdict}" for verdict in VERDICTS]
     told = ", ".join(parts)
     if baseline is not None:
@@ -221,7 +252,9 @@ def summary(test_run: TestRun, seconds: float, *, run_id: int | None, baseline: 
         told += f"; {len(test_run.not_run)} not run"
     if run_id is not None:
         told += f" (run {run_id})"
-    return f"{told} in {seconds:.1f} s"
+    told += f" in {seconds:.1f} s"
+    spend = test_run.spend
+    return f"{told}; {spend.told()}" if spend.turns else told
 
 
 def instance_matrix(reports: Sequence[CaseReport]) -> list[str]:
@@ -260,6 +293,8 @@ def turn_record(turn: TurnRecord, *, texts: bool) -> dict[str, Any]:
         "model": reply.model if reply else None,
         "finish_reason": reply.finish_reason if reply else None,
         "passed": turn.failure is None,
+        # At the price of the model the reply recorded; null when unknown.
+        "cost": _amount(turn.cost.amount),
         # A new version of the turn before, asked again (R24).
         "regenerate": turn.regenerated,
         "judge": [vote.as_json() for vote in turn.votes],
@@ -269,6 +304,10 @@ def turn_record(turn: TurnRecord, *, texts: bool) -> dict[str, Any]:
         record["sent"] = turn.sent
         record["reply"] = reply.body if reply else None
     return record
+
+
+def _amount(amount: float | None) -> float | None:
+    return None if amount is None else round(amount, 10)
 
 
 def stored_step(step: Step) -> dict[str, Any]:
@@ -472,6 +511,7 @@ def as_json(report: CaseReport) -> dict[str, Any]:
         "error": problem.code if problem else None,
         "detail": problem.detail if problem else None,
         "seconds": round(report.seconds, 3),
+        "cost": report.spend.as_json(),
         "repeats": [repeat_record(repeat, texts=True) for repeat in report.repeats],
     }
 
@@ -488,6 +528,11 @@ def summary_record(
     counts |= {verdict: test_run.count(verdict) for verdict in VERDICTS}
     counts |= {"regressed": test_run.regressed, "not_run": len(test_run.not_run)}
     counts["notes"] = list(notes)
+    counts |= {
+        "cost": test_run.spend.as_json(),
+        "max_cost": test_run.max_cost,
+        "max_cost_reached": test_run.max_cost_reached,
+    }
     return {"summary": counts}
 
 
@@ -553,6 +598,9 @@ def junit(test_run: TestRun, every: Sequence[Plan]) -> ElementTree.ElementTree:
             # The calls each turn made, passing or not: what the assistant did, beside the
             # verdict on what it said.
             ElementTree.SubElement(case, "system-out").text = "steps:\n" + "\n".join(steps)
+    for (file, _), testsuite in suites.items():
+        spent = [r.spend for r in test_run.reports if r.plan.suite.file == file]
+        _cost_properties(testsuite, sum(spent, Spend()), first=True)
     for element, verdicts in [(root, [v for vs in tallies.values() for v in vs]), *tallies.items()]:
         element.set("tests", str(len(verdicts)))
         element.set("failures", str(verdicts.count(FAIL)))
@@ -588,6 +636,29 @@ def _properties(case: ElementTree.Element, report: CaseReport) -> None:
     }
     for name, value in shown_properties.items():
         ElementTree.SubElement(properties, "property", name=name, value=str(value))
+    _cost_properties(case, report.spend)
+
+
+def cost_properties(spend: Spend) -> dict[str, str]:
+    """Tokens and cost as JUnit (and pytest) properties: `unknown` where nothing is known,
+    and how many turns are not counted."""
+    return {
+        "prompt_tokens": str(spend.prompt_tokens) if spend.with_usage else "unknown",
+        "completion_tokens": str(spend.completion_tokens) if spend.with_usage else "unknown",
+        "cost": plain(spend.amount) if spend.priced else "unknown",
+        "turns_without_usage": str(spend.without_usage),
+        "turns_without_price": str(spend.without_price),
+    }
+
+
+def _cost_properties(element: ElementTree.Element, spend: Spend, *, first: bool = False) -> None:
+    """`spend` as properties of a testcase (after its others) or, `first`, of a testsuite."""
+    properties = element.find("properties")
+    if properties is None:
+        properties = ElementTree.Element("properties")
+        element.insert(0 if first else len(element), properties)
+    for name, value in cost_properties(spend).items():
+        ElementTree.SubElement(properties, "property", name=name, value=value)
 
 
 def write_junit(test_run: TestRun, every: Sequence[Plan], path: str | Path) -> None:

@@ -11,6 +11,11 @@ kept with its reply and the votes the judge gave, and named as the repeat's `fai
 
 A refusal from the listener (`tester-off`, an unknown instance, an unreachable listener) is no
 verdict on the assistant: it ends the test run, and what was not started is left unrun.
+
+Each turn keeps the price of the model its reply recorded (the suite file's `[pricing]`), so
+every report can tell what it cost. With `max_cost` (`--max-cost`), no new turn is sent once
+the test run's known cost reaches it: a repeat cut short has the problem `cost-limit` (its case
+is `error`), and a case none of whose repeats started is not run.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .client import ListenerError, Outcome, TesterClient
+from .costs import Budget, Price, Spend, TurnCost, turn_cost
 from .definitions import definition_hash
 from .expectations import Checked, check_conversation, check_turn
 from .files import Case, Expect, Suite
@@ -36,6 +42,8 @@ FAIL = "fail"
 ERROR = "error"
 VERDICTS = (PASS, FLAKY, FAIL, ERROR)
 RATE_ALLOWANCE = 5e-5
+# The problem of a repeat `--max-cost` cut short.
+COST_LIMIT = "cost-limit"
 
 
 @dataclass(frozen=True)
@@ -61,6 +69,12 @@ class TurnRecord:
     votes: tuple[Vote, ...] = ()
     # A new version of the turn before, asked again (R24), not a message of its own.
     regenerated: bool = False
+    # The price of the model its reply recorded; None: none is known.
+    price: Price | None = None
+
+    @property
+    def cost(self) -> TurnCost:
+        return turn_cost(self.outcome.reply, self.price)
 
     @property
     def turn_id(self) -> int:
@@ -94,6 +108,10 @@ class Repeat:
     @property
     def passed(self) -> bool:
         return self.problem is None and self.failure is None
+
+    @property
+    def spend(self) -> Spend:
+        return Spend.of(turn.cost for turn in self.turns)
 
     @property
     def transcript(self) -> list[tuple[str, str]]:
@@ -196,6 +214,10 @@ class CaseReport:
     def seconds(self) -> float:
         return sum(repeat.seconds for repeat in self.repeats)
 
+    @property
+    def spend(self) -> Spend:
+        return sum((repeat.spend for repeat in self.repeats), Spend())
+
 
 @dataclass
 class TestRun:
@@ -208,6 +230,9 @@ class TestRun:
     reports: list[CaseReport] = field(default_factory=list)
     refusal: ListenerError | None = None
     not_run: list[Plan] = field(default_factory=list)
+    # `--max-cost`, and whether the test run reached it, sending no turn after.
+    max_cost: float | None = None
+    max_cost_reached: bool = False
 
     def count(self, verdict: str) -> int:
         return sum(report.verdict == verdict for report in self.reports)
@@ -215,6 +240,10 @@ class TestRun:
     @property
     def regressed(self) -> int:
         return sum(report.change == "regressed" for report in self.reports)
+
+    @property
+    def spend(self) -> Spend:
+        return sum((report.spend for report in self.reports), Spend())
 
 
 def verdict_of(repeats: Sequence[Repeat], pass_rate: float) -> str:
@@ -279,12 +308,22 @@ class Judges:
             return self._judges[config]
 
 
+class OverBudget(Exception):
+    """The test run reached `--max-cost`: no new turn is sent."""
+
+
 def run_repeat(
-    client: TesterClient, plan: Plan, *, project: int, number: int, judge: Judge | None
+    client: TesterClient,
+    plan: Plan,
+    *,
+    project: int,
+    number: int,
+    judge: Judge | None,
+    budget: Budget | None = None,
 ) -> Repeat:
     """Repeat `number` of `plan` in a new tester thread `<suite> · <case> · <UTC time>`; stops
     at its first failed expectation. A listener's refusal is raised; a judge's failure makes
-    the repeat's problem."""
+    the repeat's problem, and so does `budget` reached before a turn is sent."""
     started = time.monotonic()
     repeat = Repeat(number)
     with client.new_thread(project=project, name=plan.title, instance=plan.instance) as thread:
@@ -292,26 +331,52 @@ def run_repeat(
         repeat.instance = thread.instance
         try:
             if plan.case.simulate is not None:
-                _simulate(thread, plan.case, repeat, judge)
+                _simulate(thread, plan, repeat, judge, budget)
             else:
-                _play(thread, plan.case, repeat, judge)
+                _play(thread, plan, repeat, judge, budget)
         except JudgeError as error:
             repeat.problem = Problem("judge", str(error))
+        except OverBudget as stop:
+            repeat.problem = Problem(COST_LIMIT, str(stop))
     repeat.seconds = time.monotonic() - started
     return repeat
 
 
-def _play(thread: Any, case: Case, repeat: Repeat, judge: Judge | None) -> None:
+def _before_sending(budget: Budget | None, number: int) -> None:
+    """Turn `number` is sent only while the test run is within `--max-cost`."""
+    if budget is not None and budget.reached:
+        raise OverBudget(f"{budget.told()} before turn {number} was sent")
+
+
+def _record(
+    plan: Plan, budget: Budget | None, number: int, sent: str, outcome: Outcome, **more: Any
+) -> TurnRecord:
+    """A turn as it came, priced at its reply's model (and counted against `budget`)."""
+    reply = outcome.reply
+    price = plan.suite.price_of(reply.model) if reply is not None else None
+    record = TurnRecord(number, sent, outcome, price=price, **more)
+    if budget is not None:
+        budget.add(record.cost)
+    return record
+
+
+def _play(
+    thread: Any, plan: Plan, repeat: Repeat, judge: Judge | None, budget: Budget | None
+) -> None:
+    case = plan.case
     for number, turn in enumerate(case.turns, start=1):
+        _before_sending(budget, number)
         if turn.regenerate:
             # The turn before (the file's reader made sure there is one) asked again, in place.
             outcome = thread.ask_again(repeat.turns[-1].turn_id, within=turn.expect.within)
         else:
             outcome = thread.ask(turn.send, within=turn.expect.within)
-        record = TurnRecord(number, turn.send, outcome, regenerated=turn.regenerate)
+        record = _record(plan, budget, number, turn.send, outcome, regenerated=turn.regenerate)
         transcript = path_transcript([*repeat.turns, record])
         try:
-            checked = check_turn(turn.expect, outcome, transcript=transcript, judge=judge)
+            checked = check_turn(
+                turn.expect, outcome, transcript=transcript, judge=judge, price=record.price
+            )
         except JudgeError as error:
             # The judged turn stays in every report, its reply beside the judge's failure; it
             # did not pass, lacking a verdict.
@@ -321,14 +386,17 @@ def _play(thread: Any, case: Case, repeat: Repeat, judge: Judge | None) -> None:
             raise
         if not _took(repeat, record, checked):
             return
-    _check_conversation(case, repeat, judge)
+    _check_conversation(plan, repeat, judge)
 
 
-def _simulate(thread: Any, case: Case, repeat: Repeat, judge: Judge | None) -> None:
+def _simulate(
+    thread: Any, plan: Plan, repeat: Repeat, judge: Judge | None, budget: Budget | None
+) -> None:
     """The judge plays the user until it finds the goal met, or `max_turns` have passed."""
-    simulate = case.simulate
+    simulate = plan.case.simulate
     assert simulate is not None and judge is not None  # the file's reader made sure
     for number in range(1, simulate.max_turns + 1):
+        _before_sending(budget, number)
         # The simulated user sees the replies only, as a person would; not the steps.
         said = judge.user_turn(
             persona=simulate.persona, goal=simulate.goal, transcript=heard(repeat.transcript)
@@ -336,7 +404,7 @@ def _simulate(thread: Any, case: Case, repeat: Repeat, judge: Judge | None) -> N
         outcome = thread.ask(said, within=simulate.within)
         # A simulated user's turn expects a reply, and nothing more of it.
         checked = check_turn(Expect(within=simulate.within), outcome)
-        if not _took(repeat, TurnRecord(number, said, outcome), checked):
+        if not _took(repeat, _record(plan, budget, number, said, outcome), checked):
             return
         try:
             verdict = judge.goal_met(
@@ -347,7 +415,7 @@ def _simulate(thread: Any, case: Case, repeat: Repeat, judge: Judge | None) -> N
             raise
         repeat.conversation_votes = verdict.votes
         if verdict.passed:
-            _check_conversation(case, repeat, judge, goal_votes=verdict.votes)
+            _check_conversation(plan, repeat, judge, goal_votes=verdict.votes)
             return
     repeat.failure = Failure(
         f"the goal met within {simulate.max_turns} turns ({simulate.goal})",
@@ -366,15 +434,16 @@ def _took(repeat: Repeat, turn: TurnRecord, checked: Checked) -> bool:
 
 
 def _check_conversation(
-    case: Case, repeat: Repeat, judge: Judge | None, goal_votes: tuple[Vote, ...] = ()
+    plan: Plan, repeat: Repeat, judge: Judge | None, goal_votes: tuple[Vote, ...] = ()
 ) -> None:
     transcript: Transcript = repeat.transcript
     try:
         checked = check_conversation(
-            case.expect_conversation,
+            plan.case.expect_conversation,
             transcript=transcript,
             seconds=[turn.outcome.seconds for turn in repeat.turns],
             judge=judge,
+            spend=repeat.spend,
         )
     except JudgeError as error:
         repeat.conversation_votes = goal_votes + error.votes
@@ -401,10 +470,13 @@ def run_plans(
     *,
     jobs: int = 1,
     on_report: Callable[[CaseReport], None] = lambda report: None,
+    max_cost: float | None = None,
 ) -> TestRun:
     """One test run: every repeat of every plan, `jobs` at a time; reports in the plans' order,
-    each handed to `on_report` as its last repeat ends (one at a time)."""
-    test_run = TestRun()
+    each handed to `on_report` as its last repeat ends (one at a time). With `max_cost`, no
+    turn is sent once the known cost of those before reaches it."""
+    test_run = TestRun(max_cost=max_cost)
+    budget = Budget(max_cost) if max_cost is not None else None
     try:
         projects = {name: client.project_id(name) for name in {p.suite.project for p in planned}}
     except ListenerError as refusal:
@@ -421,7 +493,7 @@ def run_plans(
     def play(index: int, number: int) -> None:
         plan = planned[index]
         repeat: Repeat | None = None
-        if not halted.is_set():
+        if not halted.is_set() and not (budget is not None and budget.reached):
             started = time.monotonic()
             try:
                 repeat = run_repeat(
@@ -430,6 +502,7 @@ def run_plans(
                     project=projects[plan.suite.project],
                     number=number,
                     judge=judges.of(plan.suite),
+                    budget=budget,
                 )
             except ListenerError as refusal:
                 halted.set()
@@ -446,7 +519,7 @@ def run_plans(
             if not ran:
                 return
             if len(ran) < plan.repeat and all(r.problem is None for r in ran):
-                ran.append(Repeat(len(ran) + 1, problem=HALTED))
+                ran.append(Repeat(len(ran) + 1, problem=_cut_short(halted, budget)))
             report = CaseReport(plan, ran, verdict_of(ran, plan.case.pass_rate))
             reports[index] = report
             # One report at a time, whichever case ended.
@@ -467,7 +540,15 @@ def run_plans(
             raise
     test_run.reports = [reports[index] for index in sorted(reports)]
     test_run.not_run = [plan for index, plan in enumerate(planned) if index not in reports]
+    test_run.max_cost_reached = budget is not None and budget.reached
     return test_run
 
 
 HALTED = Problem("halted", "the test run was halted before every repeat of this case ran")
+
+
+def _cut_short(halted: threading.Event, budget: Budget | None) -> Problem:
+    """Why a case's repeats did not all run: the listener's refusal, or `--max-cost`."""
+    if halted.is_set() or budget is None:
+        return HALTED
+    return Problem(COST_LIMIT, f"{budget.told()} before every repeat of this case ran")

@@ -4,10 +4,12 @@ replies and a stand-in judge (pure: no server, no model)."""
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import pytest
 
 from tester.suites.client import Outcome
+from tester.suites.costs import Price, Spend, TurnCost
 from tester.suites.expectations import (
     Checked,
     Failure,
@@ -310,3 +312,94 @@ def test_check_conversation_checks_each_turns_time_then_asks_the_judge(
     )
     assert found == checked
     assert len(judge.asked) == (1 if checked.votes else 0)
+
+
+# --- max_cost -----------------------------------------------------------------------------------
+
+GPT = Price(input=2.5, output=10.0)
+# 1,000 tokens in and 200 out at GPT's prices cost $0.0045.
+USED = {"usage": {"prompt_tokens": 1000, "completion_tokens": 200}, "model": "gpt-x"}
+COST = "a cost of at most $0.005"
+
+
+@pytest.mark.parametrize(
+    ("limit", "came", "price", "failure"),
+    [
+        (0.005, answered("hi", **USED), GPT, None),
+        (0.0045, answered("hi", **USED), GPT, None),
+        (
+            0.004,
+            answered("hi", **USED),
+            GPT,
+            Failure("a cost of at most $0.004", "it cost $0.0045 (1,000 tokens in, 200 out)"),
+        ),
+        # A cost that cannot be known is no pass.
+        (
+            0.005,
+            answered("hi", model="gpt-x"),
+            GPT,
+            Failure(COST, "the cost is unknown: the backend recorded no token usage"),
+        ),
+        (
+            0.005,
+            answered("hi", **USED),
+            None,
+            Failure(
+                COST,
+                "the cost is unknown: no price for model 'gpt-x' in the suite file's [pricing]",
+            ),
+        ),
+    ],
+)
+def test_check_turn_max_cost_passes_fails_or_is_unknown(
+    limit: float, came: Outcome, price: Price | None, failure: Failure | None
+) -> None:
+    assert check_turn(Expect(max_cost=limit), came, price=price) == Checked(failure)
+
+
+def test_check_turn_max_cost_is_checked_after_what_was_recorded_before_the_judge() -> None:
+    judge = StandInJudge(grades=[True])
+    came = answered("hi", **USED)
+    expect = Expect(max_cost=0.001, finish_reason="stop", judge="Greets.")
+    checked = check_turn(expect, came, price=GPT, judge=as_judge(judge))
+    assert checked.failure == Failure(
+        "finish_reason 'stop'", "the backend recorded no finish_reason"
+    )
+    checked = check_turn(
+        replace(expect, finish_reason=None), came, price=GPT, judge=as_judge(judge)
+    )
+    assert checked.failure is not None and checked.failure.expected == "a cost of at most $0.001"
+    assert judge.asked == []
+
+
+@pytest.mark.parametrize(
+    ("costs", "failure"),
+    [
+        ([TurnCost(1000, 200, 0.0045), TurnCost(0, 0, 0.0)], None),
+        (
+            [TurnCost(1000, 200, 0.0045), TurnCost(1000, 200, 0.0045)],
+            Failure("the conversation to cost at most $0.005", "it cost $0.009"),
+        ),
+        (
+            [TurnCost(1000, 200, 0.0045), TurnCost(), TurnCost(5, 5, None, "other")],
+            Failure(
+                "the conversation to cost at most $0.005",
+                "the cost is unknown: 1 turn without usage, 1 without a price, of its 3 turns",
+            ),
+        ),
+    ],
+)
+def test_check_conversation_max_cost_sums_its_turns_and_an_unknown_one_fails(
+    costs: list[TurnCost], failure: Failure | None
+) -> None:
+    judge = StandInJudge(grades=[True])
+    found = check_conversation(
+        ConversationExpect(max_cost=0.005, judge="Polite."),
+        transcript=TRANSCRIPT,
+        seconds=[1.0] * len(costs),
+        judge=as_judge(judge),
+        spend=Spend.of(costs),
+    )
+    assert found.failure == failure
+    # Over or unknown, the judge is not asked.
+    assert len(judge.asked) == (0 if failure else 1)

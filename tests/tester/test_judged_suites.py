@@ -15,6 +15,7 @@ import itertools
 import json
 import os
 import threading
+import xml.etree.ElementTree as ElementTree
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -668,3 +669,219 @@ def test_run_writes_an_html_report_of_every_case(live: Served, tmp_path: Path) -
     page = report.read_text()
     assert "capital" in page and "always wrong" in page
     assert "expected the reply contains &#x27;Berlin&#x27;" in page
+
+
+# --- what replies cost ------------------------------------------------------------------------
+
+# Each reply records 11 tokens in and 2 out (the fake model's usage): $0.021 at chat-a's prices.
+PRICING = "[pricing.chat-a]\ninput = 1000\noutput = 5000\n"
+COSTS = """
+[[cases]]
+name = "within its cost"
+
+[[cases.turns]]
+send = "capital of France?"
+expect = { max_cost = 0.05 }
+
+[[cases]]
+name = "over its cost"
+
+[[cases.turns]]
+send = "capital of France?"
+expect = { max_cost = 0.02 }
+
+[[cases]]
+name = "unpriced"
+instance = "rival"
+
+[[cases.turns]]
+send = "capital of France?"
+expect = { max_cost = 1 }
+
+[[cases]]
+name = "conversation over its cost"
+
+[[cases.turns]]
+send = "capital of France?"
+
+[[cases.turns]]
+send = "capital of France?"
+
+[cases.expect_conversation]
+max_cost = 0.03
+"""
+
+
+def test_run_max_cost_passes_fails_or_is_unknown_and_every_report_tells_the_cost(
+    live: Served, tmp_path: Path
+) -> None:
+    """`max_cost` against the usage the listener recorded, at the suite file's prices: within
+    it, over it, and a model with no price (no pass); tokens and cost in the text, --json,
+    JUnit, HTML and the stored history."""
+    path = write_suite(tmp_path, suite(COSTS, head=PRICING))
+    junit, html = tmp_path / "junit.xml", tmp_path / "report.html"
+    ran = run_testassistant(path, "--url", live.url, "--json", "--junit", junit, "--html", html)
+    assert ran.status == 1, ran.out + ran.error
+    found, summary = records(ran)
+    shown = {case["case"]: case for case in found}
+    assert {name: (case["verdict"], case["actual"]) for name, case in shown.items()} == {
+        "within its cost": ("pass", None),
+        "over its cost": ("fail", "it cost $0.021 (11 tokens in, 2 out)"),
+        "unpriced": (
+            "fail",
+            "the cost is unknown: no price for model 'chat-b' in the suite file's [pricing]",
+        ),
+        "conversation over its cost": ("fail", "it cost $0.042"),
+    }
+    assert shown["over its cost"]["expected"] == "a cost of at most $0.02"
+    assert shown["within its cost"]["cost"] == {
+        "turns": 1,
+        "prompt_tokens": 11,
+        "completion_tokens": 2,
+        "amount": 0.021,
+        "turns_without_usage": 0,
+        "turns_without_price": 0,
+    }
+    assert shown["within its cost"]["repeats"][0]["turns"][0]["cost"] == 0.021
+    assert summary["cost"] == {
+        "turns": 5,
+        "prompt_tokens": 55,
+        "completion_tokens": 10,
+        "amount": 0.084,
+        "turns_without_usage": 0,
+        "turns_without_price": 1,
+    }
+    testcase = ElementTree.parse(junit).getroot().find("./testsuite/testcase")
+    assert testcase is not None
+    told = {p.get("name"): p.get("value") for p in testcase.iter("property")}
+    assert (told["cost"], told["prompt_tokens"], told["turns_without_usage"]) == (
+        "0.021",
+        "11",
+        "0",
+    )
+    page = html.read_text(encoding="utf-8")
+    assert "model chat-a · finish stop · cost $0.021" in page
+    assert "tokens 55 in, 10 out · cost $0.084 (1 turn without a price)" in page
+    stored = live.tester.get(f"/api/suite-runs/{summary['run']}")["cases"]
+    kept = next(case for case in stored if case["case"] == "within its cost")
+    [turn] = kept["repeats"][0]["turns"]
+    assert (turn["usage"], turn["cost"]) == ({"prompt_tokens": 11, "completion_tokens": 2}, 0.021)
+    text = run_testassistant(path, "--url", live.url, "-k", "within")
+    assert (
+        "PASS  judged · within its cost (1 turn) · 1/1 pass · tokens 11 in, 2 out · cost $0.021"
+        in (text.out)
+    )
+    assert text.out.splitlines()[-1].endswith(" s; tokens 11 in, 2 out · cost $0.021")
+
+
+def test_run_turns_without_usage_are_counted_as_unknown_never_as_zero(
+    live: Served, tmp_path: Path, model: FakeModel
+) -> None:
+    """A model server that reports no usage: `max_cost` cannot pass, and every report counts
+    the turns as without usage instead of costing them nothing."""
+    path = write_suite(tmp_path, suite(COSTS, head=PRICING))
+    usage, model.usage = model.usage, None
+    try:
+        ran = run_testassistant(path, "--url", live.url, "-k", "its cost", "--max-cost", "0.01")
+    finally:
+        model.usage = usage
+    assert ran.status == 1, ran.out + ran.error
+    assert (
+        "FAIL  judged · within its cost: turn 1 “capital of France?”: expected a cost of at most "
+        "$0.05; got “the cost is unknown: the backend recorded no token usage” · 0/1 fail · "
+        "tokens unknown · cost unknown (1 turn without usage)"
+    ) in ran.out
+    # --max-cost counts no unknown turn: every case ran.
+    assert "STOP" not in ran.out and "not run" not in ran.out
+    assert ran.out.splitlines()[-1].endswith(
+        " s; tokens unknown · cost unknown (4 turns without usage)"
+    )
+
+
+STOPPED = """
+[[cases]]
+name = "first"
+
+[[cases.turns]]
+send = "capital of France?"
+
+[[cases.turns]]
+send = "capital of France?"
+
+[[cases]]
+name = "second"
+
+[[cases.turns]]
+send = "capital of France?"
+
+[[cases]]
+name = "third"
+
+[[cases.turns]]
+send = "capital of France?"
+"""
+
+
+def requests_of(model: FakeModel, name: str) -> int:
+    return sum(request["model"] == name for request in model.requests)
+
+
+@pytest.mark.parametrize(
+    ("max_cost", "first", "sent"),
+    [
+        # $0.021 of $0.03 after turn 1: turn 2 is sent; $0.042 then stops the rest.
+        ("0.03", ("pass", None), 2),
+        # $0.021 of $0.02 after turn 1: turn 2 is never sent, and the case has no verdict.
+        ("0.02", ("error", "cost-limit"), 1),
+    ],
+)
+def test_run_max_cost_stops_sending_turns_and_says_so(
+    live: Served,
+    tmp_path: Path,
+    model: FakeModel,
+    max_cost: str,
+    first: tuple[str, str | None],
+    sent: int,
+) -> None:
+    path = write_suite(tmp_path, suite(STOPPED, head=PRICING))
+    before = requests_of(model, "chat-a")
+    ran = run_testassistant(path, "--url", live.url, "--max-cost", max_cost)
+    assert ran.status == 1, ran.out + ran.error
+    assert requests_of(model, "chat-a") - before == sent
+    lines = ran.out.splitlines()
+    stop = next(line for line in lines if line.startswith("STOP"))
+    cut = "1 repeat" if first[0] == "error" else "0 repeats"
+    assert stop == (
+        f"STOP  the test run reached --max-cost ${max_cost} (${0.021 * sent:g} counted) and sent "
+        f"no turn after it: {cut} cut short, 2 cases not run"
+    )
+    assert lines[lines.index(stop) + 1 :][:2] == [
+        "SKIP  judged · second: not run",
+        "SKIP  judged · third: not run",
+    ]
+    ran = run_testassistant(path, "--url", live.url, "--max-cost", max_cost, "--json")
+    found, summary = records(ran)
+    [(case, verdict, error)] = [(c["case"], c["verdict"], c["error"]) for c in found]
+    assert (case, (verdict, error)) == ("first", first)
+    assert (summary["max_cost"], summary["max_cost_reached"], summary["not_run"]) == (
+        float(max_cost),
+        True,
+        2,
+    )
+    assert [c["case"] for c in live.tester.get(f"/api/suite-runs/{summary['run']}")["cases"]] == [
+        "first"
+    ]
+
+
+def test_run_max_cost_without_prices_is_refused_and_sends_nothing(
+    live: Served, tmp_path: Path, model: FakeModel
+) -> None:
+    before = len(model.requests)
+    ran = run_testassistant(
+        write_suite(tmp_path, suite(STOPPED)), "--url", live.url, "--max-cost", "1"
+    )
+    assert (ran.status, ran.out) == (2, "")
+    assert ran.error.startswith(
+        "refused: --max-cost needs prices: no suite file has a [pricing] table"
+    )
+    assert len(model.requests) == before

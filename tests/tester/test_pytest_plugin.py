@@ -229,3 +229,53 @@ def test_plugin_pointed_at_the_human_listener_says_which_listener_to_use(
             "tester listener (MOSAIC_TESTER_PORT)*"
         ]
     )
+
+
+ROWS = """
+name = "rows"
+project = "qa"
+
+[pricing.offline]
+input = 1
+output = 1
+
+[[cases]]
+name = "notes"
+vars = [{ city = "Lisbon" }, { city = "Porto" }]
+
+[[cases.turns]]
+send = "The launch is in {city}."
+expect = { contains = ["is in {city}."] }
+"""
+
+
+def test_plugin_collects_each_row_of_a_dataset_and_tells_its_cost(
+    live: Served, pytester: pytest.Pytester
+) -> None:
+    """A dataset's rows are tests of their own; the offline backend records no usage, so each
+    case's cost is unknown, its turn counted as without usage. `reply.check(max_cost=…)` is
+    refused: a price is a suite file's."""
+    write_suite(pytester.path, ROWS, "rows.suite.toml")
+    pytester.makepyfile(
+        """
+        def test_max_cost(mosaic_tester):
+            mosaic_tester.thread("fixture cost").send("hello", within=30).check(max_cost=1)
+        """
+    )
+    junit = pytester.path / "junit.xml"
+    result = run(pytester, live, "-v", f"--junitxml={junit}")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*rows.suite.toml::notes [[]city=Lisbon[]] PASSED*",
+            "*rows.suite.toml::notes [[]city=Porto[]] PASSED*",
+            "*TypeError: reply.check: max_cost needs a suite file's [[]pricing[]]*",
+        ]
+    )
+    first = next(ElementTree.parse(junit).getroot().iter("testcase"))
+    properties = {p.get("name"): p.get("value") for p in first.iter("property")}
+    assert {key: properties[key] for key in ("cost", "prompt_tokens", "turns_without_usage")} == {
+        "cost": "unknown",
+        "prompt_tokens": "unknown",
+        "turns_without_usage": "1",
+    }

@@ -22,11 +22,13 @@ from broker.suite_fields import (
 )
 from tester.suites import reports
 from tester.suites.client import Outcome, Reply
+from tester.suites.costs import Price
 from tester.suites.files import Case, Expect, Suite, Turn
 from tester.suites.html_report import page, write_html
 from tester.suites.judge import Vote
 from tester.suites.matchers import Failure
 from tester.suites.runner import (
+    COST_LIMIT,
     ERROR,
     FAIL,
     FLAKY,
@@ -229,6 +231,7 @@ def test_summary_counts_each_verdict_regressions_and_cases_not_run() -> None:
     )
     assert reports.summary(test_run, 2.54, run_id=7, baseline=3) == (
         "1 pass, 1 flaky, 1 fail, 1 error; 1 regressed against run 3; 1 not run (run 7) in 2.5 s"
+        "; tokens 55 in, 15 out · cost unknown (5 turns without a price)"
     )
     assert reports.summary(TestRun(), 0.0, run_id=None, baseline=None) == (
         "0 pass, 0 flaky, 0 fail, 0 error in 0.0 s"
@@ -243,6 +246,16 @@ def test_summary_counts_each_verdict_regressions_and_cases_not_run() -> None:
             "regressed": 1,
             "not_run": 1,
             "notes": [],
+            "cost": {
+                "turns": 5,
+                "prompt_tokens": 55,
+                "completion_tokens": 15,
+                "amount": None,
+                "turns_without_usage": 0,
+                "turns_without_price": 5,
+            },
+            "max_cost": None,
+            "max_cost_reached": False,
         }
     }
 
@@ -309,6 +322,7 @@ CASE_KEYS = {
     "error",
     "detail",
     "seconds",
+    "cost",
     "repeats",
 }
 REPEAT_KEYS = {
@@ -335,6 +349,7 @@ TURN_KEYS = {
     "model",
     "finish_reason",
     "passed",
+    "cost",
     "regenerate",
     "judge",
     "steps",
@@ -344,7 +359,7 @@ TURN_KEYS = {
 def test_as_json_tells_the_first_miss_and_every_repeat() -> None:
     record = reports.as_json(flaky())
     assert set(record) == CASE_KEYS
-    assert {key: record[key] for key in CASE_KEYS - {"repeats"}} == {
+    assert {key: record[key] for key in CASE_KEYS - {"repeats", "cost"}} == {
         "suite": "smoke",
         "case": "greets",
         "vars": None,
@@ -393,6 +408,7 @@ def test_as_json_tells_the_first_miss_and_every_repeat() -> None:
         "model": "qwen",
         "finish_reason": "stop",
         "passed": False,
+        "cost": None,
         "regenerate": False,
         "judge": [{"pass": False, "reason": "rude to the user", "valid": True}],
         "steps": [],
@@ -667,6 +683,11 @@ def test_junit_gives_properties_and_skips_a_case_not_run(tmp_path: Path) -> None
         "change": "regressed",
         "instance": "alpha",
         "threads": "10 11 12",
+        "prompt_tokens": "33",
+        "completion_tokens": "9",
+        "cost": "unknown",
+        "turns_without_usage": "0",
+        "turns_without_price": "3",
     }
     # A flaky case met its pass rate: no failure element.
     assert [child.tag for child in greets] == ["properties"]
@@ -911,3 +932,128 @@ def test_coverage_note_says_how_many_cases_were_compared() -> None:
     )
     assert reports.coverage_note(test_run, None) is None
     assert reports.coverage_note(TestRun(reports=[compared("same", 1.0, (0, 4))]), 12) is None
+
+
+# --- tokens and cost ---------------------------------------------------------------------------
+
+QWEN = Price(input=2.5, output=10.0)
+PRICED = replace(SUITE, pricing={"qwen": QWEN})
+# USAGE at qwen's prices: (11 × 2.5 + 3 × 10) / 1,000,000.
+COST = 0.0000575
+SPENT = "tokens 11 in, 3 out · cost $0.0000575 (1 turn without usage)"
+
+
+def priced_report(*, verdict: str = PASS, cut: bool = False) -> CaseReport:
+    """Repeat 1 priced; repeat 2 got no reply (no usage); with `cut`, a third cut short by
+    --max-cost."""
+    repeats = [
+        Repeat(1, 10, "alpha", [replace(turn("Hi, Ada."), price=QWEN)], seconds=1.5),
+        Repeat(2, 11, "alpha", [turn(None)], seconds=1.5),
+    ]
+    if cut:
+        repeats.append(Repeat(3, problem=Problem(COST_LIMIT, "the test run reached --max-cost")))
+    return CaseReport(Plan(PRICED, GREETS, "alpha", len(repeats)), repeats, verdict)
+
+
+def test_line_and_summary_tell_tokens_and_cost_with_the_turns_not_counted() -> None:
+    made = priced_report()
+    assert reports.line(made) == f"PASS  smoke · greets (1 turn) · 2/2 pass · {SPENT}"
+    test_run = TestRun(reports=[made])
+    assert reports.summary(test_run, 1.0, run_id=7, baseline=None) == (
+        f"1 pass, 0 flaky, 0 fail, 0 error (run 7) in 1.0 s; {SPENT}"
+    )
+    assert reports.stop_line(test_run) is None
+
+
+def test_line_of_a_suite_without_pricing_leaves_cost_to_the_summary() -> None:
+    """Without [pricing] every cost is unknown: the summary says so once, not every line."""
+    made = report([passed(1, 10)], PASS)
+    assert reports.line(made) == "PASS  smoke · greets (1 turn) · 1/1 pass"
+    assert reports.summary(TestRun(reports=[made]), 1.0, run_id=None, baseline=None) == (
+        "1 pass, 0 flaky, 0 fail, 0 error in 1.0 s; tokens 11 in, 3 out · cost unknown "
+        "(1 turn without a price)"
+    )
+
+
+def stopped_run() -> TestRun:
+    made = priced_report(verdict=ERROR, cut=True)
+    return TestRun(
+        reports=[made],
+        not_run=[Plan(PRICED, ASKS, "alpha", 1)],
+        max_cost=0.00005,
+        max_cost_reached=True,
+    )
+
+
+def test_a_run_stopped_by_max_cost_says_so_in_every_report(tmp_path: Path) -> None:
+    test_run = stopped_run()
+    told = (
+        "the test run reached --max-cost $0.00005 ($0.0000575 counted) and sent no turn after "
+        "it: 1 repeat cut short, 1 case not run"
+    )
+    assert reports.stop_line(test_run) == f"STOP  {told}"
+    summary = reports.summary_record(test_run, run_id=7)["summary"]
+    assert (summary["max_cost"], summary["max_cost_reached"], summary["not_run"]) == (
+        0.00005,
+        True,
+        1,
+    )
+    every = [test_run.reports[0].plan, *test_run.not_run]
+    assert f'<p class="miss">{told}</p>' in page(test_run, every, run_id=7, baseline=None)
+
+
+def test_json_records_tell_each_turns_cost_and_the_cases_and_runs_sums() -> None:
+    made = priced_report()
+    record = reports.as_json(made)
+    spent = {
+        "turns": 2,
+        "prompt_tokens": 11,
+        "completion_tokens": 3,
+        "amount": COST,
+        "turns_without_usage": 1,
+        "turns_without_price": 0,
+    }
+    assert record["cost"] == spent
+    assert [r["turns"][0]["cost"] for r in record["repeats"]] == [COST, None]
+    assert reports.summary_record(TestRun(reports=[made]), run_id=7)["summary"]["cost"] == spent
+    # The stored history keeps each turn's cost beside its usage, where the broker takes it.
+    stored = reports.stored_record(made)
+    assert [r["turns"][0]["cost"] for r in stored["attempts"]] == [COST, None]
+    clean_stored(stored)
+
+
+def test_junit_gives_tokens_and_cost_per_case_and_per_suite() -> None:
+    made = priced_report()
+    other = replace(SUITE, name="other", file="suites/other.suite.toml")
+    unpriced = CaseReport(Plan(other, ASKS, "alpha", 1), [passed(1, 12)], PASS)
+    root = junit_root(TestRun(reports=[made, unpriced]), [made.plan, unpriced.plan])
+    testsuites = root.findall("testsuite")
+    assert [t.get("name") for t in testsuites] == ["smoke", "other"]
+    greets, asks = root.iter("testcase")
+    spent = {
+        "prompt_tokens": "11",
+        "completion_tokens": "3",
+        "cost": "0.0000575",
+        "turns_without_usage": "1",
+        "turns_without_price": "0",
+    }
+    assert properties(greets).items() >= spent.items()
+    assert properties(asks).items() >= {"cost": "unknown", "turns_without_price": "1"}.items()
+    # Each testsuite's own properties, its first element, sum its cases.
+    first = testsuites[0][0]
+    assert first.tag == "properties"
+    assert {p.get("name"): p.get("value") for p in first} == spent
+
+
+def test_html_page_tells_each_turns_cost_and_the_cases_and_runs_sums() -> None:
+    made = priced_report()
+    unpriced = report([passed(1, 12)], PASS, case=ASKS)
+    test_run = TestRun(reports=[made, unpriced])
+    text = page(test_run, [made.plan, unpriced.plan], run_id=7, baseline=None)
+    assert "tokens 11 in, 3 out · model qwen · finish stop · cost $0.0000575" in text
+    assert "cost unknown: no price for model &#x27;qwen&#x27; in the suite file&#x27;s" in text
+    assert f"<td>{SPENT}</td>" in text
+    assert f"instance alpha · 3.0 s · {SPENT}</p>" in text
+    assert (
+        "; tokens 22 in, 6 out · cost $0.0000575 (1 turn without usage, 1 without a price); written"
+    ) in text

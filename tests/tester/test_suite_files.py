@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tester.suites.costs import Price
 from tester.suites.files import (
     DEFAULT_WITHIN,
     NO_JUDGE,
@@ -1040,3 +1041,84 @@ def test_load_refuses_a_bad_json_vars_file(
     (tmp_path / name).write_text(content, encoding="utf-8")
     refused = refusal(tmp_path, rows_with(f'vars_file = "{name}"'))
     assert (refused.line, refused.reason.startswith(reason)) == (6, True), refused
+
+
+# --- pricing and max_cost ---------------------------------------------------------------------
+
+PRICED = HEAD.replace(
+    'project = "p"\n',
+    'project = "p"\n\n[pricing.gpt-x]\ninput = 2.5\noutput = 10\n\n'
+    '[pricing."gpt-4.1"]\ninput = 0\noutput = 0.4\n',
+)
+
+
+def test_load_pricing_and_max_cost(tmp_path: Path) -> None:
+    text = PRICED + "expect = { max_cost = 0.01 }\n\n[cases.expect_conversation]\nmax_cost = 1\n"
+    suite = load_suite(write(tmp_path, text), environ={})
+    assert suite.pricing == {"gpt-x": Price(2.5, 10.0), "gpt-4.1": Price(0.0, 0.4)}
+    assert (suite.price_of("gpt-4.1"), suite.price_of("gpt-y"), suite.price_of(None)) == (
+        Price(0.0, 0.4),
+        None,
+        None,
+    )
+    [case] = suite.cases
+    assert case.turns[0].expect.max_cost == 0.01
+    assert case.expect_conversation == ConversationExpect(max_cost=1.0)
+
+
+def test_load_without_pricing_prices_nothing(tmp_path: Path) -> None:
+    suite = load_suite(write(tmp_path, HEAD), environ={})
+    assert (suite.pricing, suite.cases[0].turns[0].expect.max_cost) == ({}, None)
+
+
+PRICE_RANGE = "a number from 0 to 1,000,000"
+MAX_COST_RANGE = "max_cost must be an amount, more than 0 and at most 1,000,000"
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "reason"),
+    [
+        (
+            PRICED.replace("input = 2.5", "input = -1"),
+            5,
+            "[pricing.gpt-x] needs input, the price of a million input tokens",
+        ),
+        (PRICED.replace("output = 10", "output = '10'"), 6, "[pricing.gpt-x] needs output"),
+        (PRICED.replace("output = 10", "output = nan"), 6, PRICE_RANGE),
+        (PRICED.replace("output = 10", "output = inf"), 6, PRICE_RANGE),
+        (PRICED.replace("output = 10", "output = true"), 6, PRICE_RANGE),
+        (PRICED.replace("output = 10\n", ""), 4, "[pricing.gpt-x] needs output, the price of a"),
+        # A dotted name is quoted; its refusal still finds its line.
+        (PRICED.replace("output = 0.4", "output = 2e6"), 10, "[pricing.gpt-4.1] needs output"),
+        (
+            PRICED.replace("output = 10", "output = 10\ncached = 1"),
+            7,
+            "unknown key 'cached' in [pricing.gpt-x]; it takes input, output",
+        ),
+        (
+            HEAD.replace('project = "p"\n', 'project = "p"\npricing = 2.5\n'),
+            3,
+            "pricing must be a table per model: [pricing.MODEL] input = …, output = …",
+        ),
+        (
+            HEAD.replace('project = "p"\n', 'project = "p"\n[pricing]\ninput = 2.5\n'),
+            3,
+            "pricing must be a table per model",
+        ),
+        (
+            HEAD.replace('project = "p"\n', f'project = "p"\n[pricing."{"m" * 201}"]\n'),
+            3,
+            "a priced model's name must be 1 to 200 characters",
+        ),
+        (HEAD + "expect = { max_cost = 0 }\n", 9, MAX_COST_RANGE),
+        (HEAD + "expect = { max_cost = '1' }\n", 9, MAX_COST_RANGE),
+        (HEAD + "expect = { max_cost = 1e7 }\n", 9, MAX_COST_RANGE),
+        (HEAD + "expect = { reply = false, max_cost = 1 }\n", 9, "so max_cost is refused"),
+        (HEAD + "\n[cases.expect_conversation]\nmax_cost = -1\n", 11, MAX_COST_RANGE),
+    ],
+)
+def test_load_refuses_pricing_and_max_cost_with_file_line_and_reason(
+    tmp_path: Path, text: str, line: int, reason: str
+) -> None:
+    refused = refusal(tmp_path, text)
+    assert (refused.line, reason in refused.reason) == (line, True), refused

@@ -10,10 +10,12 @@ from typing import Any
 import pytest
 
 from tester.suites.client import ListenerError, Outcome
+from tester.suites.costs import Price, Spend
 from tester.suites.expectations import Failure
 from tester.suites.files import Case, Expect, Simulate, Suite, Turn
 from tester.suites.judge import ASSISTANT, USER, JudgeError, Vote
 from tester.suites.runner import (
+    COST_LIMIT,
     ERROR,
     FAIL,
     FLAKY,
@@ -341,6 +343,89 @@ def test_run_plans_refused_project_runs_nothing(tmp_path: Path) -> None:
     done = run(stand_in, suite)
     assert (done.reports, done.not_run, stand_in.sent) == ([], plans([suite]), [])
     assert done.refusal is not None and done.refusal.code == "unreachable"
+
+
+# --- what turns cost, and --max-cost ---------------------------------------------------------
+
+PRICING = "[pricing.gpt-x]\ninput = 2.5\noutput = 10\n"
+# 1,000 tokens in and 200 out: $0.0045 a turn at gpt-x's prices.
+USED = {"usage": {"prompt_tokens": 1000, "completion_tokens": 200}, "model": "gpt-x"}
+
+
+def priced_text(cases: int, turns: int = 1, repeat: int = 1) -> str:
+    return cases_text(cases, turns, repeat).replace('project = "p"\n', f'project = "p"\n{PRICING}')
+
+
+def test_run_plans_prices_each_turn_at_the_model_its_reply_recorded(tmp_path: Path) -> None:
+    def answer(thread: StandInThread, body: str) -> Outcome:
+        if body == "turn 0":
+            return answered("ok", **USED)
+        if body == "turn 1":
+            return answered("ok", **(USED | {"model": "unpriced"}))
+        return answered("ok")
+
+    done = run(StandIn(answer), write_suite(tmp_path, priced_text(1, turns=3)))
+    [repeat] = done.reports[0].repeats
+    assert [turn.price for turn in repeat.turns] == [Price(2.5, 10.0), None, None]
+    assert [turn.cost.amount for turn in repeat.turns] == [0.0045, None, None]
+    assert done.spend == Spend(3, 2000, 400, 0.0045, without_usage=1, without_price=1)
+    assert (done.max_cost, done.max_cost_reached) == (None, False)
+
+
+@pytest.mark.parametrize(
+    ("max_cost", "verdicts", "sent", "not_run"),
+    [
+        # Turn 1 costs $0.0045: at $0.004 the limit is reached, and turn 2 is never sent.
+        (0.004, [ERROR], 1, ["case 1", "case 2"]),
+        # Turn 2 is sent at $0.0045 of $0.008; at $0.009, no later case starts.
+        (0.008, [PASS], 2, ["case 1", "case 2"]),
+        (0.05, [PASS, PASS, PASS], 6, []),
+    ],
+)
+def test_run_plans_with_max_cost_sends_no_turn_once_it_is_reached(
+    tmp_path: Path, max_cost: float, verdicts: list[str], sent: int, not_run: list[str]
+) -> None:
+    stand_in = StandIn(lambda thread, body: answered("ok", **USED))
+    done = run(stand_in, write_suite(tmp_path, priced_text(3, turns=2)), max_cost=max_cost)
+    assert [report.verdict for report in done.reports] == verdicts
+    assert (len(stand_in.sent), [plan.case.name for plan in done.not_run]) == (sent, not_run)
+    assert (done.max_cost, done.max_cost_reached) == (max_cost, bool(not_run))
+    if verdicts == [ERROR]:
+        [cut] = done.reports[0].repeats
+        assert cut.problem == Problem(
+            COST_LIMIT,
+            "the test run reached --max-cost $0.004 ($0.0045 counted) before turn 2 was sent",
+        )
+        assert (len(cut.turns), cut.failed_turn) == (1, None)
+
+
+def test_run_plans_with_max_cost_cuts_a_cases_later_repeats_as_an_error(tmp_path: Path) -> None:
+    """Two repeats of three ran and passed before the limit: the case has no verdict."""
+    stand_in = StandIn(lambda thread, body: answered("ok", **USED))
+    done = run(stand_in, write_suite(tmp_path, priced_text(1, repeat=3)), max_cost=0.008)
+    [report] = done.reports
+    assert report.verdict == ERROR
+    assert [(r.number, r.passed, r.problem) for r in report.repeats] == [
+        (1, True, None),
+        (2, True, None),
+        (
+            3,
+            False,
+            Problem(
+                COST_LIMIT,
+                "the test run reached --max-cost $0.008 ($0.009 counted) before every repeat of "
+                "this case ran",
+            ),
+        ),
+    ]
+
+
+def test_run_plans_max_cost_cannot_count_turns_without_usage(tmp_path: Path) -> None:
+    """A turn whose cost is unknown adds nothing to the budget: it is counted as unknown."""
+    stand_in = StandIn(lambda thread, body: answered("ok"))
+    done = run(stand_in, write_suite(tmp_path, priced_text(2)), max_cost=0.0001)
+    assert [report.verdict for report in done.reports] == [PASS, PASS]
+    assert (done.max_cost_reached, done.spend.without_usage) == (False, 2)
 
 
 # --- the judge in a repeat --------------------------------------------------------------------
