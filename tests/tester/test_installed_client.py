@@ -99,7 +99,14 @@ def test_mosaic_test_runs_the_example_suites(
     assert "PASS  offline assistant · greets, then counts the turns (2 turns) · 3/3 pass" in (
         ran.stdout
     )
-    assert ran.stdout.splitlines()[-1].startswith("4 pass, 0 flaky, 0 fail, 0 error (run ")
+    # A dataset's rows, each a case; the offline backend records no usage: the cost is unknown.
+    assert (
+        "PASS  offline datasets · remembers where the launch is [city=Porto, day=Monday] "
+        "(2 turns) · 1/1 pass · tokens unknown · cost unknown (2 turns without usage)"
+    ) in ran.stdout
+    last = ran.stdout.splitlines()[-1]
+    assert last.startswith("6 pass, 0 flaky, 0 fail, 0 error (run ")
+    assert last.endswith(" s; tokens unknown · cost unknown (15 turns without usage)")
 
 
 PLUGIN_TESTS = """
@@ -123,8 +130,9 @@ def test_plugin_is_loaded_without_a_conftest_line(
     (outside / "test_talk.py").write_text(PLUGIN_TESTS)
     ran = run(client_venv, "pytest", "-p", "no:cacheprovider", "-q", cwd=outside, url=live.url)
     assert ran.returncode == 1, ran.stdout + ran.stderr
-    # The example suites are collected too: four cases, and the two tests above.
-    assert "1 failed, 5 passed" in ran.stdout, ran.stdout
+    # The example suites are collected too: six cases (two of them a dataset's rows), and the
+    # two tests above.
+    assert "1 failed, 7 passed" in ran.stdout, ran.stdout
     assert "expected the reply is 'Goodbye'" in ran.stdout
 
 
