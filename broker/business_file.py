@@ -50,9 +50,14 @@ _REPLY_NUMBERS: dict[str, tuple[type, float, float]] = {
     "context_tokens": (int, 256, 10_000_000),
     "max_steps": (int, 1, MAX_STEPS_LIMIT),
 }
-# A value of `[instances.NAME.reply]`: text, a number, or (`tools`) a list of names.
-ReplyValue = str | int | float | list[str]
-_REPLY_KEYS = frozenset({"backend", "tools", *_REPLY_TEXT_MAX, *_REPLY_NUMBERS})
+# `[instances.NAME.reply.pricing]`: what a million tokens of the instance's model cost, prompt
+# (`input`) and completion (`output`), for conversation tests to tell what replies cost.
+PRICING_KEYS = ("input", "output")
+PRICE_MAX = 1_000_000.0
+# A value of `[instances.NAME.reply]`: text, a number, (`tools`) a list of names, or
+# (`pricing`) a price per kind of token.
+ReplyValue = str | int | float | list[str] | dict[str, float]
+_REPLY_KEYS = frozenset({"backend", "tools", "pricing", *_REPLY_TEXT_MAX, *_REPLY_NUMBERS})
 
 
 @dataclass(frozen=True)
@@ -332,6 +337,9 @@ class _Reader:
             if key == "tools":
                 reply[key] = self.tool_names(value, where=dotted)
                 continue
+            if key == "pricing":
+                reply[key] = self.pricing(value, where=dotted)
+                continue
             if key in _REPLY_NUMBERS:
                 kind, low, high = _REPLY_NUMBERS[key]
                 number_ok = isinstance(value, (int, float)) and not isinstance(value, bool)
@@ -358,6 +366,27 @@ class _Reader:
                 raise self.refuse(dotted, f"must be at most {limit} characters")
             reply[key] = value
         return reply
+
+    def pricing(self, value: object, *, where: str) -> dict[str, float]:
+        """`pricing`: `input` and `output`, each the price of a million tokens, 0 to
+        PRICE_MAX."""
+        if not isinstance(value, dict):
+            raise self.refuse(where, "must be a table: input = …, output = …")
+        self.keys(value, frozenset(PRICING_KEYS), where=where)
+        prices = {}
+        for key in PRICING_KEYS:
+            price = value[key]
+            if (
+                isinstance(price, bool)
+                or not isinstance(price, int | float)
+                or not 0 <= price <= PRICE_MAX
+            ):
+                raise self.refuse(
+                    f"{where}.{key}",
+                    f"must be the price of a million tokens, a number from 0 to {PRICE_MAX:,.0f}",
+                )
+            prices[key] = float(price)
+        return prices
 
     def tool_names(self, value: object, *, where: str) -> list[str]:
         """`tools`: the tools the instance is offered, each at most once (SPEC §7.2)."""

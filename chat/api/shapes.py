@@ -131,17 +131,33 @@ class ProjectOut(Shape[Project]):
     creator = serializers.ChoiceField(choices=Creator.choices)
 
 
+PRICING = inline_serializer(
+    "Pricing",
+    {"input": serializers.FloatField(), "output": serializers.FloatField()},
+    allow_null=True,
+)
+
+
 class InstanceOut(Shape[Instance]):
-    """An instance of the business: its name (a thread's address), its role, and whether a new
-    thread goes to it when none is named (the business's `default_instance`)."""
+    """An instance of the business: its name (a thread's address), its role, whether a new
+    thread goes to it when none is named (the business's `default_instance`), and what a
+    million tokens of its model cost, when the business file says (`reply.pricing`)."""
 
     name = serializers.CharField()
     role = serializers.CharField(source="role.name")
     # Not `get_default`: a serializer is a field, whose own `get_default` that would override.
     default = serializers.SerializerMethodField(method_name="is_default")
+    pricing = serializers.SerializerMethodField()
 
     def is_default(self, instance: Instance) -> bool:
         return bool(instance.name == instance.business.default_instance)
+
+    @extend_schema_field(PRICING)
+    def get_pricing(self, instance: Instance) -> dict[str, float] | None:
+        # The prices only: the rest of the reply settings (a key's variable, a prompt) stay
+        # the business file's.
+        pricing = (instance.reply or {}).get("pricing")
+        return dict(pricing) if isinstance(pricing, dict) else None
 
 
 BRANCHED_FROM = inline_serializer(

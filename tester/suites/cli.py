@@ -28,7 +28,7 @@ from typing import Any, Protocol
 
 from . import DEFAULT_PORT, reports
 from .client import ListenerError, TesterClient
-from .costs import PRICE_MAX
+from .costs import PRICE_MAX, instance_prices
 from .files import REPEAT_MAX, Suite, SuiteFileRefused, load_suites
 from .html_report import write_html
 from .runner import ERROR, FAIL, CaseReport, Plan, TestRun, plans, run_plans
@@ -145,7 +145,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--max-cost",
         type=amount,
         metavar="AMOUNT",
-        help="send no new turn once the replies cost this much, at the suite files' [pricing]",
+        help="send no new turn once the replies cost this much, at the suite files' [pricing] "
+        "(else the instances' prices in the business file)",
     )
     parser.add_argument(
         "--keep-threads",
@@ -239,9 +240,6 @@ def _run(options: argparse.Namespace, *, out: Writer, url: str) -> int:
     )
     if not planned:
         raise Refused(f"refused: no case matches -k {options.keyword!r}")
-    if options.max_cost is not None and not any(suite.pricing for suite in suites):
-        # A limit no turn's cost could count towards would stop nothing.
-        raise Refused("refused: --max-cost needs prices: no suite file has a [pricing] table")
 
     def tell(text: str) -> None:
         out.write(text + "\n")
@@ -274,6 +272,22 @@ def _run(options: argparse.Namespace, *, out: Writer, url: str) -> int:
         )
     except ListenerError as refusal:
         raise Refused(str(refusal)) from refusal
+    # Asked once the test run has started: its start is the first request, the one a human
+    # listener's 404 answers by name (`human-listener`).
+    try:
+        # The instances' own prices (the business file's), for models no suite file prices.
+        prices = instance_prices(client.instances())
+    except ListenerError as refusal:
+        halt(client, stored["id"], str(refusal))
+        raise Refused(str(refusal)) from refusal
+    if options.max_cost is not None and not (prices or any(suite.pricing for suite in suites)):
+        # A limit no turn's cost could count towards would stop nothing.
+        told = (
+            "refused: --max-cost needs prices: no suite file has a [pricing] table, and no "
+            "instance a price in the business file"
+        )
+        halt(client, stored["id"], told)
+        raise Refused(told)
     notes: list[str] = []
     if stored.get("baseline") is not None:
         too_few = reports.too_few_repeats_note(planned, options.alpha)
@@ -300,7 +314,12 @@ def _run(options: argparse.Namespace, *, out: Writer, url: str) -> int:
 
     try:
         test_run = run_plans(
-            planned, client, jobs=options.jobs, on_report=on_report, max_cost=options.max_cost
+            planned,
+            client,
+            jobs=options.jobs,
+            on_report=on_report,
+            max_cost=options.max_cost,
+            instance_prices=prices,
         )
     except KeyboardInterrupt:
         halt(client, stored["id"], "interrupted: the client was stopped (Ctrl-C)")

@@ -160,6 +160,11 @@ class TesterClient:
             return found
         return int(answer["project"]["id"])
 
+    def instances(self) -> list[dict[str, Any]]:
+        """The business's instances: each `name`, `role`, `default` and `pricing` (R24)."""
+        _, answer = self.request("GET", "/api/chat/instances")
+        return list(answer["instances"])
+
     def find_project(self, name: str) -> int | None:
         # The service stores names in Unicode normal form C: a suite file may spell "é" as
         # "e" and a combining accent.

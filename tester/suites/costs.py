@@ -1,8 +1,10 @@
 """What a test run's replies cost: the tokens each reply recorded, at its model's prices.
 
 A suite file's `[pricing.MODEL]` gives `input` and `output`, each the price of a million
-tokens. A turn's cost is known when its reply recorded both token counts (SPEC §7.1's `usage`)
-and the model it recorded has a price; otherwise it is unknown, and counted as unknown, never
+tokens; for a model it does not price, the instance's own prices (the business file's
+`reply.pricing`, as `GET /api/chat/instances` lists them) apply. A turn's cost is known when
+its reply recorded both token counts (SPEC §7.1's `usage`) and has a price; otherwise it is
+unknown, and counted as unknown, never
 as zero: a turn without usage (no reply, or a backend that reports none) and a turn whose model
 has no price are each counted, and every report says how many (`Spend`). `Budget` is
 `--max-cost`: the known cost of a whole test run against its limit.
@@ -12,7 +14,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 
@@ -54,7 +56,10 @@ class TurnCost:
             return "the backend recorded no token usage"
         if self.model is None:
             return "the reply recorded no model to price"
-        return f"no price for model {self.model!r} in the suite file's [pricing]"
+        return (
+            f"no price for model {self.model!r} in the suite file's [pricing], nor for its "
+            "instance in the business file"
+        )
 
 
 def turn_cost(reply: Reply | None, price: Price | None) -> TurnCost:
@@ -69,6 +74,23 @@ def turn_cost(reply: Reply | None, price: Price | None) -> TurnCost:
     if price is not None:
         amount = (prompt * price.input + completion * price.output) / MILLION
     return TurnCost(prompt, completion, amount, reply.model)
+
+
+def instance_prices(instances: Iterable[Mapping[str, Any]]) -> dict[str, Price]:
+    """Each instance's prices as the listener lists them; an instance without (or a listener
+    that does not list them) has none."""
+    prices = {}
+    for instance in instances:
+        pricing = instance.get("pricing")
+        if isinstance(pricing, Mapping) and all(
+            _is_price(pricing.get(key)) for key in ("input", "output")
+        ):
+            prices[str(instance["name"])] = Price(float(pricing["input"]), float(pricing["output"]))
+    return prices
+
+
+def _is_price(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
 
 
 def _is_count(value: object) -> TypeGuard[int]:

@@ -22,6 +22,7 @@ import pytest
 from . import DEFAULT_PORT
 from .cli import default_url
 from .client import ConversationThread, ListenerError, Outcome, Reply, TesterClient
+from .costs import Price, instance_prices
 from .expectations import check_turn
 from .files import (
     NO_JUDGE,
@@ -69,6 +70,7 @@ class Listener:
         self.projects: dict[str, int] = {}
         self.judges = Judges()
         self._client: TesterClient | None = None
+        self._prices: dict[str, Price] | None = None
 
     @property
     def url(self) -> str:
@@ -86,6 +88,13 @@ class Listener:
             if name not in self.projects:
                 self.projects[name] = self.client.project_id(name)
             return self.projects[name]
+
+    def instance_prices(self) -> dict[str, Price]:
+        """The instances' own prices (the business file's), asked once a session."""
+        with self.lock:
+            if self._prices is None:
+                self._prices = instance_prices(self.client.instances())
+            return self._prices
 
     def default_project(self) -> str:
         chosen = self.config.getoption("mosaic_project") or self.config.getini("mosaic_project")
@@ -271,7 +280,13 @@ class CaseItem(pytest.Item):
     def runtest(self) -> None:
         listener = listener_of(self.config)
         project = listener.project_id(self.plan.suite.project)
-        report = run_plan(listener.client, self.plan, project=project, judges=listener.judges)
+        report = run_plan(
+            listener.client,
+            self.plan,
+            project=project,
+            judges=listener.judges,
+            instance_prices=listener.instance_prices(),
+        )
         self.user_properties += [
             ("verdict", report.verdict),
             ("passed_repeats", report.passed_repeats),

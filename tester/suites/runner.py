@@ -12,17 +12,18 @@ kept with its reply and the votes the judge gave, and named as the repeat's `fai
 A refusal from the listener (`tester-off`, an unknown instance, an unreachable listener) is no
 verdict on the assistant: it ends the test run, and what was not started is left unrun.
 
-Each turn keeps the price of the model its reply recorded (the suite file's `[pricing]`), so
-every report can tell what it cost. With `max_cost` (`--max-cost`), no new turn is sent once
-the test run's known cost reaches it: a repeat cut short has the problem `cost-limit` (its case
-is `error`), and a case none of whose repeats started is not run.
+Each turn keeps the price of the model its reply recorded (the suite file's `[pricing]`, else
+its instance's in the business file: `Costing`), so every report can tell what it cost. With
+`max_cost` (`--max-cost`), no new turn is sent once the test run's known cost reaches it: a
+repeat cut short has the problem `cost-limit` (its case is `error`), and a case none of whose
+repeats started is not run.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -312,6 +313,22 @@ class OverBudget(Exception):
     """The test run reached `--max-cost`: no new turn is sent."""
 
 
+@dataclass(frozen=True)
+class Costing:
+    """How a test run prices its turns: a suite file's `[pricing]` of the model a reply
+    recorded, else the prices of the instance it answered on (`instance_prices`, the business
+    file's); and `--max-cost`'s `budget`, which every turn's cost is counted against."""
+
+    instance_prices: Mapping[str, Price] = field(default_factory=dict)
+    budget: Budget | None = None
+
+    def price_of(self, suite: Suite, reply: Any, instance: str) -> Price | None:
+        if reply is None:
+            return None
+        price = suite.price_of(reply.model)
+        return price if price is not None else self.instance_prices.get(instance)
+
+
 def run_repeat(
     client: TesterClient,
     plan: Plan,
@@ -319,11 +336,12 @@ def run_repeat(
     project: int,
     number: int,
     judge: Judge | None,
-    budget: Budget | None = None,
+    costing: Costing | None = None,
 ) -> Repeat:
     """Repeat `number` of `plan` in a new tester thread `<suite> · <case> · <UTC time>`; stops
     at its first failed expectation. A listener's refusal is raised; a judge's failure makes
-    the repeat's problem, and so does `budget` reached before a turn is sent."""
+    the repeat's problem, and so does `costing`'s budget reached before a turn is sent."""
+    costing = costing or Costing()
     started = time.monotonic()
     repeat = Repeat(number)
     with client.new_thread(project=project, name=plan.title, instance=plan.instance) as thread:
@@ -331,9 +349,9 @@ def run_repeat(
         repeat.instance = thread.instance
         try:
             if plan.case.simulate is not None:
-                _simulate(thread, plan, repeat, judge, budget)
+                _simulate(thread, plan, repeat, judge, costing)
             else:
-                _play(thread, plan, repeat, judge, budget)
+                _play(thread, plan, repeat, judge, costing)
         except JudgeError as error:
             repeat.problem = Problem("judge", str(error))
         except OverBudget as stop:
@@ -349,29 +367,34 @@ def _before_sending(budget: Budget | None, number: int) -> None:
 
 
 def _record(
-    plan: Plan, budget: Budget | None, number: int, sent: str, outcome: Outcome, **more: Any
+    plan: Plan,
+    costing: Costing,
+    repeat: Repeat,
+    number: int,
+    sent: str,
+    outcome: Outcome,
+    **more: Any,
 ) -> TurnRecord:
-    """A turn as it came, priced at its reply's model (and counted against `budget`)."""
-    reply = outcome.reply
-    price = plan.suite.price_of(reply.model) if reply is not None else None
+    """A turn as it came, priced (and counted against `--max-cost`) as `costing` says."""
+    price = costing.price_of(plan.suite, outcome.reply, repeat.instance)
     record = TurnRecord(number, sent, outcome, price=price, **more)
-    if budget is not None:
-        budget.add(record.cost)
+    if costing.budget is not None:
+        costing.budget.add(record.cost)
     return record
 
 
-def _play(
-    thread: Any, plan: Plan, repeat: Repeat, judge: Judge | None, budget: Budget | None
-) -> None:
+def _play(thread: Any, plan: Plan, repeat: Repeat, judge: Judge | None, costing: Costing) -> None:
     case = plan.case
     for number, turn in enumerate(case.turns, start=1):
-        _before_sending(budget, number)
+        _before_sending(costing.budget, number)
         if turn.regenerate:
             # The turn before (the file's reader made sure there is one) asked again, in place.
             outcome = thread.ask_again(repeat.turns[-1].turn_id, within=turn.expect.within)
         else:
             outcome = thread.ask(turn.send, within=turn.expect.within)
-        record = _record(plan, budget, number, turn.send, outcome, regenerated=turn.regenerate)
+        record = _record(
+            plan, costing, repeat, number, turn.send, outcome, regenerated=turn.regenerate
+        )
         transcript = path_transcript([*repeat.turns, record])
         try:
             checked = check_turn(
@@ -390,13 +413,13 @@ def _play(
 
 
 def _simulate(
-    thread: Any, plan: Plan, repeat: Repeat, judge: Judge | None, budget: Budget | None
+    thread: Any, plan: Plan, repeat: Repeat, judge: Judge | None, costing: Costing
 ) -> None:
     """The judge plays the user until it finds the goal met, or `max_turns` have passed."""
     simulate = plan.case.simulate
     assert simulate is not None and judge is not None  # the file's reader made sure
     for number in range(1, simulate.max_turns + 1):
-        _before_sending(budget, number)
+        _before_sending(costing.budget, number)
         # The simulated user sees the replies only, as a person would; not the steps.
         said = judge.user_turn(
             persona=simulate.persona, goal=simulate.goal, transcript=heard(repeat.transcript)
@@ -404,7 +427,7 @@ def _simulate(
         outcome = thread.ask(said, within=simulate.within)
         # A simulated user's turn expects a reply, and nothing more of it.
         checked = check_turn(Expect(within=simulate.within), outcome)
-        if not _took(repeat, _record(plan, budget, number, said, outcome), checked):
+        if not _took(repeat, _record(plan, costing, repeat, number, said, outcome), checked):
             return
         try:
             verdict = judge.goal_met(
@@ -453,12 +476,18 @@ def _check_conversation(
 
 
 def run_plan(
-    client: TesterClient, plan: Plan, *, project: int, judges: Judges | None = None
+    client: TesterClient,
+    plan: Plan,
+    *,
+    project: int,
+    judges: Judges | None = None,
+    instance_prices: Mapping[str, Price] | None = None,
 ) -> CaseReport:
     """Every repeat of one plan, one after the other (the pytest plugin's way)."""
     judge = (judges or Judges()).of(plan.suite)
+    costing = Costing(instance_prices or {})
     repeats = [
-        run_repeat(client, plan, project=project, number=number, judge=judge)
+        run_repeat(client, plan, project=project, number=number, judge=judge, costing=costing)
         for number in range(1, plan.repeat + 1)
     ]
     return CaseReport(plan, repeats, verdict_of(repeats, plan.case.pass_rate))
@@ -471,12 +500,15 @@ def run_plans(
     jobs: int = 1,
     on_report: Callable[[CaseReport], None] = lambda report: None,
     max_cost: float | None = None,
+    instance_prices: Mapping[str, Price] | None = None,
 ) -> TestRun:
     """One test run: every repeat of every plan, `jobs` at a time; reports in the plans' order,
-    each handed to `on_report` as its last repeat ends (one at a time). With `max_cost`, no
-    turn is sent once the known cost of those before reaches it."""
+    each handed to `on_report` as its last repeat ends (one at a time). Turns are priced at the
+    suite files' `[pricing]`, else at `instance_prices`; with `max_cost`, no turn is sent once
+    the known cost of those before reaches it."""
     test_run = TestRun(max_cost=max_cost)
     budget = Budget(max_cost) if max_cost is not None else None
+    costing = Costing(instance_prices or {}, budget)
     try:
         projects = {name: client.project_id(name) for name in {p.suite.project for p in planned}}
     except ListenerError as refusal:
@@ -502,7 +534,7 @@ def run_plans(
                     project=projects[plan.suite.project],
                     number=number,
                     judge=judges.of(plan.suite),
-                    budget=budget,
+                    costing=costing,
                 )
             except ListenerError as refusal:
                 halted.set()

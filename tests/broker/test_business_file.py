@@ -438,6 +438,18 @@ def test_parse_instance_reply_settings_keeps_what_the_file_sets(tmp_path: Path) 
 
 
 @pytest.mark.django_db
+def test_parse_instance_pricing_is_kept_with_its_reply_settings(tmp_path: Path) -> None:
+    """What a million tokens of the instance's model cost, for conversation tests to price its
+    replies at (served by GET /api/chat/instances)."""
+    text = DEMO + REPLY + "\n[instances.assistant.reply.pricing]\ninput = 2.5\noutput = 10\n"
+    spec = parse_business_file(write(tmp_path, text))
+    (instance,) = spec.instances
+    assert instance.reply["pricing"] == {"input": 2.5, "output": 10.0}
+    load_business(spec)
+    assert Instance.objects.get(name="assistant").reply == instance.reply
+
+
+@pytest.mark.django_db
 def test_reload_without_reply_settings_clears_them(tmp_path: Path) -> None:
     load_business(parse_business_file(write(tmp_path, DEMO + REPLY)))
     load_business(parse_business_file(write(tmp_path, DEMO)))
@@ -459,6 +471,13 @@ def test_reload_without_reply_settings_clears_them(tmp_path: Path) -> None:
         ('temperature = "hot"', "temperature"),
         ("context_tokens = 100", "context_tokens"),
         (f'system_prompt = "{"x" * 8001}"', "system_prompt"),
+        ("pricing = 2.5", "pricing"),
+        ("pricing = { input = 2.5 }", "pricing.output"),
+        ("pricing = { input = 2.5, output = 10, cached = 1 }", "pricing.cached"),
+        ("pricing = { input = -1, output = 10 }", "pricing.input"),
+        ("pricing = { input = 1, output = 2e6 }", "pricing.output"),
+        ("pricing = { input = 1, output = true }", "pricing.output"),
+        ("pricing = { input = 1, output = nan }", "pricing.output"),
     ],
 )
 def test_parse_bad_reply_setting_refuses_invalid_naming_the_key(

@@ -1,5 +1,6 @@
 """`GET /api/chat/instances` on both listeners: the business's instances by name, each with its
-role and whether it is the business's default (what a turn can be asked again on, R24)."""
+role, whether it is the business's default (what a turn can be asked again on, R24), and its
+model's prices when the business file gives them (what conversation tests price replies at)."""
 
 from __future__ import annotations
 
@@ -26,8 +27,8 @@ def test_instances_lists_each_by_name_with_its_role_and_the_default(
     assert answer.status_code == 200, answer.text
     assert answer.json() == {
         "instances": [
-            {"name": "assistant", "role": "assistant", "default": True},
-            {"name": "reviewer", "role": "reviewing", "default": False},
+            {"name": "assistant", "role": "assistant", "default": True, "pricing": None},
+            {"name": "reviewer", "role": "reviewing", "default": False, "pricing": None},
         ]
     }
 
@@ -51,3 +52,30 @@ def test_instances_are_read_in_a_fixed_number_of_queries(
     with CaptureQueriesContext(connection) as more:
         assert len(human_client.get("/api/chat/instances").json()["instances"]) == 3
     assert len(more) == len(one)
+
+
+@pytest.mark.parametrize("listener", ["human_client", "tester_client"])
+def test_instances_give_their_models_prices_and_nothing_else_of_their_reply_settings(
+    request: pytest.FixtureRequest, listener: str, reviewer: Instance
+) -> None:
+    reviewer.reply = {
+        "backend": "openai",
+        "model": "gpt-x",
+        "api_key_env": "REVIEWER_KEY",
+        "system_prompt": "You review.",
+        "pricing": {"input": 2.5, "output": 10.0},
+    }
+    reviewer.save(update_fields=["reply"])
+    client: ListenerClient = request.getfixturevalue(listener)
+    answer = client.get("/api/chat/instances")
+    [assistant, priced] = answer.json()["instances"]
+    assert (assistant["pricing"], priced) == (
+        None,
+        {
+            "name": "reviewer",
+            "role": "reviewing",
+            "default": False,
+            "pricing": {"input": 2.5, "output": 10.0},
+        },
+    )
+    assert "REVIEWER_KEY" not in answer.text and "You review." not in answer.text

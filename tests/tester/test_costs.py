@@ -8,7 +8,16 @@ from typing import Any
 import pytest
 
 from tester.suites.client import Reply
-from tester.suites.costs import Budget, Price, Spend, TurnCost, money, plain, turn_cost
+from tester.suites.costs import (
+    Budget,
+    Price,
+    Spend,
+    TurnCost,
+    instance_prices,
+    money,
+    plain,
+    turn_cost,
+)
 
 GPT = Price(input=2.5, output=10.0)
 
@@ -37,7 +46,8 @@ def reply(usage: Any = None, model: str | None = "gpt-x") -> Reply:
             reply({"prompt_tokens": 1000, "completion_tokens": 200}),
             None,
             TurnCost(1000, 200, None, "gpt-x"),
-            "no price for model 'gpt-x' in the suite file's [pricing]",
+            "no price for model 'gpt-x' in the suite file's [pricing], nor for its instance in "
+            "the business file",
         ),
         (
             reply({"prompt_tokens": 1000, "completion_tokens": 200}, model=None),
@@ -159,3 +169,14 @@ def test_budget_counts_known_costs_and_is_reached_at_its_limit() -> None:
     budget.add(KNOWN)
     assert budget.reached
     assert budget.told() == "the test run reached --max-cost $0.009 ($0.009 counted)"
+
+
+def test_instance_prices_read_what_the_listener_lists_of_each_instance() -> None:
+    listed = [
+        {"name": "assistant", "default": True, "pricing": None},
+        {"name": "rival", "default": False, "pricing": {"input": 0, "output": 4.5}},
+        # A listener older than prices lists none.
+        {"name": "old", "default": False},
+        {"name": "odd", "default": False, "pricing": {"input": "1"}},
+    ]
+    assert instance_prices(listed) == {"rival": Price(0.0, 4.5)}

@@ -346,7 +346,8 @@ COST = "a cost of at most $0.005"
             None,
             Failure(
                 COST,
-                "the cost is unknown: no price for model 'gpt-x' in the suite file's [pricing]",
+                "the cost is unknown: no price for model 'gpt-x' in the suite file's [pricing], "
+                "nor for its instance in the business file",
             ),
         ),
     ],

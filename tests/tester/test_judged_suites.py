@@ -55,6 +55,10 @@ role = "assistant"
 backend = "openai"
 base_url = "{url}"
 model = "chat-b"
+
+[instances.rival.reply.pricing]
+input = 0
+output = 100000
 """
 
 
@@ -673,7 +677,8 @@ def test_run_writes_an_html_report_of_every_case(live: Served, tmp_path: Path) -
 
 # --- what replies cost ------------------------------------------------------------------------
 
-# Each reply records 11 tokens in and 2 out (the fake model's usage): $0.021 at chat-a's prices.
+# Each reply records 11 tokens in and 2 out (the fake model's usage): $0.021 at chat-a's prices
+# in the suite file, $0.2 at the rival instance's in the business file.
 PRICING = "[pricing.chat-a]\ninput = 1000\noutput = 5000\n"
 COSTS = """
 [[cases]]
@@ -691,12 +696,12 @@ send = "capital of France?"
 expect = { max_cost = 0.02 }
 
 [[cases]]
-name = "unpriced"
+name = "priced by its instance"
 instance = "rival"
 
 [[cases.turns]]
 send = "capital of France?"
-expect = { max_cost = 1 }
+expect = { max_cost = 0.1 }
 
 [[cases]]
 name = "conversation over its cost"
@@ -715,9 +720,10 @@ max_cost = 0.03
 def test_run_max_cost_passes_fails_or_is_unknown_and_every_report_tells_the_cost(
     live: Served, tmp_path: Path
 ) -> None:
-    """`max_cost` against the usage the listener recorded, at the suite file's prices: within
-    it, over it, and a model with no price (no pass); tokens and cost in the text, --json,
-    JUnit, HTML and the stored history."""
+    """`max_cost` against the usage the listener recorded, at the suite file's prices or, for a
+    model it does not price, at its instance's in the business file: within it, over it, and
+    with no price at all (no pass); tokens and cost in the text, --json, JUnit, HTML and the
+    stored history."""
     path = write_suite(tmp_path, suite(COSTS, head=PRICING))
     junit, html = tmp_path / "junit.xml", tmp_path / "report.html"
     ran = run_testassistant(path, "--url", live.url, "--json", "--junit", junit, "--html", html)
@@ -727,10 +733,7 @@ def test_run_max_cost_passes_fails_or_is_unknown_and_every_report_tells_the_cost
     assert {name: (case["verdict"], case["actual"]) for name, case in shown.items()} == {
         "within its cost": ("pass", None),
         "over its cost": ("fail", "it cost $0.021 (11 tokens in, 2 out)"),
-        "unpriced": (
-            "fail",
-            "the cost is unknown: no price for model 'chat-b' in the suite file's [pricing]",
-        ),
+        "priced by its instance": ("fail", "it cost $0.2 (11 tokens in, 2 out)"),
         "conversation over its cost": ("fail", "it cost $0.042"),
     }
     assert shown["over its cost"]["expected"] == "a cost of at most $0.02"
@@ -747,9 +750,9 @@ def test_run_max_cost_passes_fails_or_is_unknown_and_every_report_tells_the_cost
         "turns": 5,
         "prompt_tokens": 55,
         "completion_tokens": 10,
-        "amount": 0.084,
+        "amount": 0.284,
         "turns_without_usage": 0,
-        "turns_without_price": 1,
+        "turns_without_price": 0,
     }
     testcase = ElementTree.parse(junit).getroot().find("./testsuite/testcase")
     assert testcase is not None
@@ -761,7 +764,7 @@ def test_run_max_cost_passes_fails_or_is_unknown_and_every_report_tells_the_cost
     )
     page = html.read_text(encoding="utf-8")
     assert "model chat-a · finish stop · cost $0.021" in page
-    assert "tokens 55 in, 10 out · cost $0.084 (1 turn without a price)" in page
+    assert "tokens 55 in, 10 out · cost $0.284; written" in page
     stored = live.tester.get(f"/api/suite-runs/{summary['run']}")["cases"]
     kept = next(case for case in stored if case["case"] == "within its cost")
     [turn] = kept["repeats"][0]["turns"]
@@ -772,6 +775,15 @@ def test_run_max_cost_passes_fails_or_is_unknown_and_every_report_tells_the_cost
         in (text.out)
     )
     assert text.out.splitlines()[-1].endswith(" s; tokens 11 in, 2 out · cost $0.021")
+    # Without the suite file's [pricing], chat-a has no price anywhere: no pass.
+    unpriced = write_suite(tmp_path, suite(COSTS), "unpriced.suite.toml")
+    ran = run_testassistant(unpriced, "--url", live.url, "-k", "within", "--json")
+    (case,), summary = records(ran)
+    assert case["actual"] == (
+        "the cost is unknown: no price for model 'chat-a' in the suite file's [pricing], nor for "
+        "its instance in the business file"
+    )
+    assert (summary["cost"]["amount"], summary["cost"]["turns_without_price"]) == (None, 1)
 
 
 def test_run_turns_without_usage_are_counted_as_unknown_never_as_zero(
@@ -871,17 +883,3 @@ def test_run_max_cost_stops_sending_turns_and_says_so(
     assert [c["case"] for c in live.tester.get(f"/api/suite-runs/{summary['run']}")["cases"]] == [
         "first"
     ]
-
-
-def test_run_max_cost_without_prices_is_refused_and_sends_nothing(
-    live: Served, tmp_path: Path, model: FakeModel
-) -> None:
-    before = len(model.requests)
-    ran = run_testassistant(
-        write_suite(tmp_path, suite(STOPPED)), "--url", live.url, "--max-cost", "1"
-    )
-    assert (ran.status, ran.out) == (2, "")
-    assert ran.error.startswith(
-        "refused: --max-cost needs prices: no suite file has a [pricing] table"
-    )
-    assert len(model.requests) == before

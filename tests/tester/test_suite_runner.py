@@ -372,6 +372,23 @@ def test_run_plans_prices_each_turn_at_the_model_its_reply_recorded(tmp_path: Pa
     assert (done.max_cost, done.max_cost_reached) == (None, False)
 
 
+def test_run_plans_prices_a_model_the_suite_does_not_at_its_instances_price(
+    tmp_path: Path,
+) -> None:
+    """The suite file's price of the recorded model first; else the business file's price of
+    the instance the reply came from; else none."""
+    text = priced_text(1).replace('project = "p"\n', 'project = "p"\ninstances = ["a", "b"]\n')
+    stand_in = StandIn(
+        lambda thread, body: answered("ok", **(USED | {"model": f"model-{thread.instance}"}))
+    )
+    prices = {"a": Price(0.0, 100.0), "c": Price(1.0, 1.0)}
+    done = run(stand_in, write_suite(tmp_path, text), instance_prices=prices)
+    assert [r.repeats[0].turns[0].price for r in done.reports] == [Price(0.0, 100.0), None]
+    text = text.replace("[pricing.gpt-x]", '[pricing."model-a"]')
+    done = run(stand_in, write_suite(tmp_path, text), instance_prices=prices)
+    assert [r.repeats[0].turns[0].price for r in done.reports] == [Price(2.5, 10.0), None]
+
+
 @pytest.mark.parametrize(
     ("max_cost", "verdicts", "sent", "not_run"),
     [

@@ -486,3 +486,18 @@ def test_run_dataset_with_an_unknown_placeholder_is_refused_and_sends_nothing(
         "the case's vars (city, expected)"
     )
     assert (ran.out, live.tester_threads()) == ("", threads)
+
+
+def test_run_max_cost_without_any_price_is_refused_and_sends_nothing(
+    live: Served, tmp_path: Path
+) -> None:
+    """No suite file prices a model and no instance has a price: --max-cost could never stop
+    anything, so it is a usage error before a turn is sent."""
+    threads = live.tester_threads()
+    ran = run_testassistant(write_suite(tmp_path, GREETS), "--url", live.url, "--max-cost", "1")
+    assert (ran.status, ran.out) == (2, "")
+    assert ran.error.startswith(
+        "refused: --max-cost needs prices: no suite file has a [pricing] table, and no instance "
+        "a price in the business file"
+    )
+    assert live.tester_threads() == threads
