@@ -162,11 +162,13 @@ def miss_lines(report: CaseReport) -> list[str]:
 
 
 def line(report: CaseReport, *, with_instance: bool = False, compared: bool = False) -> str:
-    """One line: its verdict, the case, where it first went wrong, `k/N verdict`, and, when
-    its suite file prices models, its tokens and cost (the summary tells them in any case)."""
+    """One line: its verdict, the case, where it first went wrong, `k/N verdict`, and, when its
+    suite file prices models or a turn of it was priced, its tokens and cost (the summary tells
+    them in any case)."""
     label = f"{LABELS[report.verdict]:<5}"
     name = name_of(report, with_instance=with_instance)
-    spent = f" · {report.spend.told()}" if report.plan.suite.pricing else ""
+    spend = report.spend
+    spent = f" · {spend.told()}" if report.plan.suite.pricing or spend.priced else ""
     if report.verdict == PASS:
         turns = max(len(repeat.turns) for repeat in report.repeats)
         return (
