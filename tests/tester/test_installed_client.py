@@ -102,7 +102,8 @@ def test_mosaic_test_runs_the_example_suites(
     # A dataset's rows, each a case; the offline backend records no usage: the cost is unknown.
     assert (
         "PASS  offline datasets · remembers where the launch is [city=Porto, day=Monday] "
-        "(2 turns) · 1/1 pass · tokens unknown · cost unknown (2 turns without usage)"
+        "(2 turns) · 1/1 pass, 95% interval 21–100% · tokens unknown · cost unknown "
+        "(2 turns without usage)"
     ) in ran.stdout
     last = ran.stdout.splitlines()[-1]
     assert last.startswith("6 pass, 0 flaky, 0 fail, 0 error (run ")

@@ -771,9 +771,9 @@ def test_run_max_cost_passes_fails_or_is_unknown_and_every_report_tells_the_cost
     assert (turn["usage"], turn["cost"]) == ({"prompt_tokens": 11, "completion_tokens": 2}, 0.021)
     text = run_testassistant(path, "--url", live.url, "-k", "within")
     assert (
-        "PASS  judged · within its cost (1 turn) · 1/1 pass · tokens 11 in, 2 out · cost $0.021"
-        in (text.out)
-    )
+        "PASS  judged · within its cost (1 turn) · 1/1 pass, 95% interval 21–100% · tokens 11 in, "
+        "2 out · cost $0.021"
+    ) in (text.out)
     assert text.out.splitlines()[-1].endswith(" s; tokens 11 in, 2 out · cost $0.021")
     # Without the suite file's [pricing], chat-a has no price anywhere: no pass.
     unpriced = write_suite(tmp_path, suite(COSTS), "unpriced.suite.toml")
@@ -800,7 +800,8 @@ def test_run_turns_without_usage_are_counted_as_unknown_never_as_zero(
     assert ran.status == 1, ran.out + ran.error
     assert (
         "FAIL  judged · within its cost: turn 1 “capital of France?”: expected a cost of at most "
-        "$0.05; got “the cost is unknown: the backend recorded no token usage” · 0/1 fail · "
+        "$0.05; got “the cost is unknown: the backend recorded no token usage” · 0/1 fail, "
+        "95% interval 0–79% · "
         "tokens unknown · cost unknown (1 turn without usage)"
     ) in ran.out
     # --max-cost counts no unknown turn: every case ran.

@@ -957,7 +957,9 @@ def priced_report(*, verdict: str = PASS, cut: bool = False) -> CaseReport:
 
 def test_line_and_summary_tell_tokens_and_cost_with_the_turns_not_counted() -> None:
     made = priced_report()
-    assert reports.line(made) == f"PASS  smoke · greets (1 turn) · 2/2 pass · {SPENT}"
+    assert reports.line(made) == (
+        f"PASS  smoke · greets (1 turn) · 2/2 pass, 95% interval 34–100% · {SPENT}"
+    )
     test_run = TestRun(reports=[made])
     assert reports.summary(test_run, 1.0, run_id=7, baseline=None) == (
         f"1 pass, 0 flaky, 0 fail, 0 error (run 7) in 1.0 s; {SPENT}"
@@ -969,10 +971,11 @@ def test_line_of_a_suite_without_pricing_leaves_cost_to_the_summary() -> None:
     """Without [pricing] every cost is unknown: the summary says so once, not every line; a
     turn priced at its instance's price is told."""
     made = report([passed(1, 10)], PASS)
-    assert reports.line(made) == "PASS  smoke · greets (1 turn) · 1/1 pass"
+    assert reports.line(made) == "PASS  smoke · greets (1 turn) · 1/1 pass, 95% interval 21–100%"
     priced = report([Repeat(1, 10, "alpha", [replace(turn("Hi, Ada."), price=QWEN)])], PASS)
     assert reports.line(priced) == (
-        "PASS  smoke · greets (1 turn) · 1/1 pass · tokens 11 in, 3 out · cost $0.0000575"
+        "PASS  smoke · greets (1 turn) · 1/1 pass, 95% interval 21–100% · tokens 11 in, 3 out · "
+        "cost $0.0000575"
     )
     assert reports.summary(TestRun(reports=[made]), 1.0, run_id=None, baseline=None) == (
         "1 pass, 0 flaky, 0 fail, 0 error in 1.0 s; tokens 11 in, 3 out · cost unknown "

@@ -333,7 +333,7 @@ def test_check_tells_every_mistake_of_every_file_and_sends_nothing(
     assert ran.status == 2
     assert ran.error.splitlines() == [
         f"refused: {first}:4: unknown key 'colour' in a suite file; it takes cases, instances, "
-        "judge, name, project",
+        "judge, name, pricing, project",
         f"refused: {first}:8: repeat must be a whole number, 1 to 100",
         f"refused: {second}:10: unknown key 'wait' in a turn; it takes expect, regenerate, send",
     ]
