@@ -28,9 +28,11 @@ from typing import Any, Protocol
 
 from . import DEFAULT_PORT, reports
 from .client import ListenerError, TesterClient
+from .comparison import read_comparison
 from .costs import PRICE_MAX, instance_prices
 from .files import REPEAT_MAX, Suite, SuiteFileRefused, load_suites
 from .html_report import write_html
+from .markdown_report import summary as markdown_summary
 from .runner import ERROR, FAIL, CaseReport, Plan, TestRun, plans, run_plans
 from .statistics import DEFAULT_ALPHA
 from .visible import visible, visible_json
@@ -100,6 +102,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--junit", metavar="PATH", help="write a JUnit XML report here")
     parser.add_argument("--html", metavar="PATH", help="write a self-contained HTML report here")
+    parser.add_argument(
+        "--markdown",
+        metavar="PATH",
+        help="write a summary for a pull-request comment here (Markdown)",
+    )
     parser.add_argument(
         "--json", action="store_true", help="print one JSON object per case instead"
     )
@@ -201,11 +208,20 @@ class Refused(Exception):
     `code: detail`)."""
 
 
-def run(options: argparse.Namespace, *, out: Writer, err: Writer, url: str) -> int:
-    """One test run as the options say; its exit status. Every line goes out through `visible`."""
+def run(
+    options: argparse.Namespace,
+    *,
+    out: Writer,
+    err: Writer,
+    url: str,
+    argv: Sequence[str] | None = None,
+) -> int:
+    """One test run as the options say; its exit status. Every line goes out through `visible`.
+    `argv` is the command line the options were read from (None: they were given otherwise, and
+    the `--markdown` summary tells the `mosaic-test` arguments that give them: `as_argv`)."""
     out, err = VisibleWriter(out), VisibleWriter(err)
     try:
-        return _run(options, out=out, url=url)
+        return _run(options, out=out, url=url, argv=as_argv(options) if argv is None else argv)
     except Refused as refusal:
         err.write(f"{refusal}\n")
         err.flush()
@@ -229,7 +245,30 @@ def halt(client: TesterClient, run_id: int, reason: str) -> None:
         client.end_test_run(run_id, halted=reports.clipped(reason) or "halted")
 
 
-def _run(options: argparse.Namespace, *, out: Writer, url: str) -> int:
+def as_argv(options: argparse.Namespace) -> list[str]:
+    """`mosaic-test` arguments that parse back to `options`: each of its options whose value is
+    not the default, then the paths. Only `mosaic-test`'s own options: `testassistant` also takes
+    Django's (`--settings`, `--verbosity`, …), which `mosaic-test` would refuse."""
+    argv: list[str] = []
+    for action in parser()._actions:
+        value = getattr(options, action.dest, action.default)
+        if not action.option_strings or action.dest == "help" or value == action.default:
+            continue
+        flag = max(action.option_strings, key=len)
+        if action.nargs == 0:
+            argv.append(flag)
+        else:
+            argv += [part for item in _listed(value) for part in (flag, str(item))]
+    paths = [str(path) for path in options.paths]
+    # A path that looks like an option is read as a path after `--`.
+    return [*argv, *(["--"] if any(path.startswith("-") for path in paths) else []), *paths]
+
+
+def _listed(value: object) -> list[object]:
+    return list(value) if isinstance(value, list | tuple) else [value]
+
+
+def _run(options: argparse.Namespace, *, out: Writer, url: str, argv: Sequence[str]) -> int:
     try:
         suites = load_suites(options.paths)
     except SuiteFileRefused as refusal:
@@ -344,7 +383,19 @@ def _run(options: argparse.Namespace, *, out: Writer, url: str) -> int:
     coverage = reports.coverage_note(test_run, stored.get("baseline"))
     untold = [coverage] if coverage is not None else []
     notes += untold
-    _report(options, test_run, planned, tell, started, stored, compare, client.url, notes, untold)
+    _report(
+        options,
+        test_run,
+        planned,
+        tell,
+        started,
+        stored,
+        compare,
+        client,
+        notes,
+        untold,
+        argv=argv,
+    )
     if refusals:
         raise Refused(str(refusals[0]))
     return status(test_run, fail_on_regression=options.fail_on_regression)
@@ -357,25 +408,43 @@ def _report(
     tell: Any,
     started: float,
     stored: dict[str, Any],
-    compare: object,
-    console_url: str,
+    compare: str | int | None,
+    client: TesterClient,
     notes: Sequence[str],
     untold: Sequence[str],
+    *,
+    argv: Sequence[str],
 ) -> None:
     several = len({plan.instance for plan in planned}) > 1
     baseline = stored.get("baseline") if compare is not None else None
     if options.junit:
         reports.write_junit(test_run, planned, options.junit)
     if options.html:
+        comparison = None
+        if baseline is not None:
+            comparison = read_comparison(client, test_run.reports, baseline=baseline)
         write_html(
             test_run,
             planned,
             options.html,
             run_id=stored["id"],
             baseline=baseline,
-            console_url=console_url,
+            console_url=client.url,
             notes=notes,
+            comparison=comparison,
         )
+    if options.markdown:
+        summarised = markdown_summary(
+            test_run,
+            run_id=stored["id"],
+            baseline=baseline,
+            compare=compare,
+            alpha=options.alpha,
+            argv=argv,
+            notes=notes,
+            several=several,
+        )
+        reports.write_report(options.markdown, summarised)
     if options.json:
         tell(reports.json_summary(test_run, run_id=stored["id"], notes=notes))
         return
@@ -457,5 +526,6 @@ def status(test_run: TestRun, *, fail_on_regression: bool) -> int:
 
 def main(argv: Sequence[str] | None = None) -> None:
     """The `mosaic-test` command."""
-    options = parser().parse_args(argv)
-    sys.exit(run(options, out=sys.stdout, err=sys.stderr, url=default_url()))
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    options = parser().parse_args(arguments)
+    sys.exit(run(options, out=sys.stdout, err=sys.stderr, url=default_url(), argv=arguments))

@@ -9,6 +9,9 @@ font: opening it fetches nothing. Each text is escaped; a reply is shown as the 
 never rendered, its lines kept and a line too long for the page wrapped anywhere (a page showing
 a reply of one 120,000-character line is as wide as the window). Threads link to the tester
 Console, which is only followed when clicked.
+
+A compared test run's page opens with the comparison (`comparison_html`): the cases by change,
+regressions first, each changed case's replies beside the baseline's.
 """
 
 from __future__ import annotations
@@ -18,8 +21,20 @@ from datetime import UTC, datetime
 from html import escape
 from pathlib import Path
 
+from .comparison import Comparison
+from .comparison_html import STYLE as COMPARISON_STYLE
+from .comparison_html import comparison_section
+from .console_links import thread_link
 from .costs import money
-from .reports import change_text, instance_matrix, interval_text, miss, name_of, stopped
+from .reports import (
+    change_text,
+    instance_matrix,
+    interval_text,
+    miss,
+    name_of,
+    stopped,
+    write_report,
+)
 from .runner import VERDICTS, CaseReport, Plan, Repeat, TestRun, TurnRecord
 from .steps import describe_step
 
@@ -63,20 +78,18 @@ def write_html(
     baseline: int | None,
     console_url: str | None = None,
     notes: Sequence[str] = (),
+    comparison: Comparison | None = None,
 ) -> None:
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(
-        page(
-            test_run,
-            every,
-            run_id=run_id,
-            baseline=baseline,
-            console_url=console_url,
-            notes=notes,
-        ),
-        encoding="utf-8",
+    written = page(
+        test_run,
+        every,
+        run_id=run_id,
+        baseline=baseline,
+        console_url=console_url,
+        notes=notes,
+        comparison=comparison,
     )
+    write_report(path, written)
 
 
 def page(
@@ -87,7 +100,9 @@ def page(
     baseline: int | None,
     console_url: str | None = None,
     notes: Sequence[str] = (),
+    comparison: Comparison | None = None,
 ) -> str:
+    """The page; with `comparison`, its section comes first after the notes."""
     title = f"Conversation tests — run {run_id}" if run_id is not None else "Conversation tests"
     counts = ", ".join(f"{test_run.count(verdict)} {verdict}" for verdict in VERDICTS)
     compared = f"; {test_run.regressed} regressed against run {baseline}" if baseline else ""
@@ -101,7 +116,7 @@ def page(
         # Nothing from anywhere: the page works from a file, offline.
         '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
         "style-src 'unsafe-inline'\">",
-        f"<title>{escape(title)}</title><style>{STYLE}</style></head><body>",
+        f"<title>{escape(title)}</title><style>{STYLE}{COMPARISON_STYLE}</style></head><body>",
         f"<h1>{escape(title)}</h1>",
         f'<p class="muted">{escape(counts + compared + spent)}; written '
         f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC</p>",
@@ -110,12 +125,19 @@ def page(
     stop = stopped(test_run)
     if stop is not None:
         parts.append(f'<p class="miss">{escape(stop)}</p>')
+    anchors = {id(report): f"case-{index}" for index, report in enumerate(test_run.reports)}
+    if comparison is not None:
+        parts.append(
+            comparison_section(
+                comparison, several=several, anchors=anchors, console_url=console_url
+            )
+        )
     matrix = instance_matrix(test_run.reports)
     if matrix:
         parts.append(_matrix(test_run.reports))
     parts.append(_overview(test_run, several))
     for report in test_run.reports:
-        parts.append(_case(report, several, console_url))
+        parts.append(_case(report, several, console_url, anchors[id(report)]))
     for plan in test_run.not_run:
         parts.append(
             f'<section class="case"><h2>{escape(plan.title)}</h2>'
@@ -176,11 +198,11 @@ def _overview(test_run: TestRun, several: bool) -> str:
     return "".join(rows)
 
 
-def _case(report: CaseReport, several: bool, console_url: str | None) -> str:
+def _case(report: CaseReport, several: bool, console_url: str | None, anchor: str) -> str:
     heading = escape(name_of(report, with_instance=several))
     change = f" · {escape(change_text(report))}" if report.change else ""
     parts = [
-        f'<section class="case"><h2>{_badge(report.verdict)} {heading}</h2>',
+        f'<section class="case" id="{anchor}"><h2>{_badge(report.verdict)} {heading}</h2>',
         f'<p class="facts">{report.passed_repeats}/{report.repeat_count} passed, '
         f"{escape(interval_text(report))}, {escape(_pass_hat_k(report))}{change} · "
         f"instance {escape(report.instance or 'default')} · {report.seconds:.1f} s · "
@@ -196,12 +218,7 @@ def _case(report: CaseReport, several: bool, console_url: str | None) -> str:
 
 def _repeat(repeat: Repeat, console_url: str | None, *, open_it: bool) -> str:
     state = "passed" if repeat.passed else ("error" if repeat.problem else "failed")
-    thread = ""
-    if repeat.thread is not None:
-        thread = f" · thread {repeat.thread}"
-        if console_url:
-            href = escape(f"{console_url.rstrip('/')}/#thread={repeat.thread}")
-            thread = f' · <a href="{href}">thread {repeat.thread}</a>'
+    thread = f" · {thread_link(repeat.thread, console_url)}" if repeat.thread is not None else ""
     parts = [
         f"<details{' open' if open_it else ''}><summary>repeat {repeat.number}: {state}"
         f" · {repeat.seconds:.1f} s{thread}</summary>"

@@ -96,13 +96,18 @@ def within_noise(report: CaseReport) -> bool:
     return Fraction(passed, repeats) != Fraction(report.passed_repeats, report.repeat_count)
 
 
+def p_value_text(p_value: float) -> str:
+    """A p-value as every report writes it, to two significant digits: `0.014`."""
+    return f"{p_value:.2g}"
+
+
 def change_text(report: CaseReport) -> str:
     """The change as a person reads it: `regressed (p = 0.014 against 4/4)`, `same, within
     noise (p = 0.2 against 2/3)`, `changed: …`, `new`."""
     change = report.change or ""
     evidence = ""
     if report.p_value is not None:
-        evidence = f"p = {report.p_value:.2g}"
+        evidence = f"p = {p_value_text(report.p_value)}"
         if report.baseline_tally is not None:
             evidence += f" against {report.baseline_tally[0]}/{report.baseline_tally[1]}"
     if change in ("regressed", "fixed") and evidence:
@@ -661,6 +666,13 @@ def _cost_properties(element: ElementTree.Element, spend: Spend, *, first: bool 
         element.insert(0 if first else len(element), properties)
     for name, value in cost_properties(spend).items():
         ElementTree.SubElement(properties, "property", name=name, value=value)
+
+
+def write_report(path: str | Path, text: str) -> None:
+    """A report's text written to `path` in UTF-8, its folder made when missing."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text, encoding="utf-8")
 
 
 def write_junit(test_run: TestRun, every: Sequence[Plan], path: str | Path) -> None:
