@@ -24,6 +24,7 @@ from websockets.exceptions import WebSocketException
 from websockets.sync.client import ClientConnection, connect
 from websockets.typing import Origin
 
+from .isolation import ThreadsHeard
 from .steps import Step, steps_of
 from .visible import visible
 
@@ -375,6 +376,8 @@ class ConversationThread:
         # Turn id → when its first draft came, and when a frame brought its reply.
         self._first_draft: dict[int, float] = {}
         self._reply_heard: dict[int, float] = {}
+        # Every thread named by what this thread's client received (`only_own_threads`).
+        self.heard = ThreadsHeard(self.id)
 
     def close(self) -> None:
         if self._socket is not None:
@@ -392,6 +395,7 @@ class ConversationThread:
         self._listen()
         sent_at = time.monotonic()
         turn = self.client.send(self.id, body)
+        self.heard.note(turn, "the answer to its send")
         return self.wait(turn, within=within, sent_at=sent_at)
 
     def ask_again(self, turn_id: int, *, within: float) -> Outcome:
@@ -400,8 +404,9 @@ class ConversationThread:
         to the new version."""
         self._listen()
         sent_at = time.monotonic()
-        turn = self.client.regenerate(self.id, turn_id)["message"]
-        return self.wait(dict(turn), within=within, sent_at=sent_at)
+        answer = self.client.regenerate(self.id, turn_id)
+        self.heard.note(answer, "the answer to its regenerate")
+        return self.wait(dict(answer["message"]), within=within, sent_at=sent_at)
 
     def _listen(self) -> None:
         """Open the socket once, before the first turn is sent, so no frame about it can come
@@ -425,6 +430,7 @@ class ConversationThread:
         while True:
             state = turn.get("reply_state") or "pending"
             for message in self.client.messages(self.id, after=turn_id - 1):
+                self.heard.note(message, "a message read over HTTP")
                 if message["id"] == turn_id:
                     turn = message
                     state = message.get("reply_state") or state
@@ -473,6 +479,7 @@ class ConversationThread:
             return
         if not isinstance(data, dict):
             return
+        self.heard.note(data, f"a {str(data.get('type'))!r} frame on the thread's socket")
         if data.get("type") == "reply.draft" and isinstance(data.get("in_reply_to"), int):
             self._first_draft.setdefault(data["in_reply_to"], now)
             return

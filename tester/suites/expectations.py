@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from .client import Outcome, Reply, describe_no_reply
 from .costs import Price, Spend, money, turn_cost
 from .files import ConversationExpect, Expect
+from .isolation import ThreadsHeard
 from .judge import Judge, JudgeError, Transcript, Verdict, Vote, quoted
 from .matchers import Failure, json_failure, text_failure
 from .trajectories import steps_failure
@@ -147,10 +148,11 @@ def check_conversation(
     seconds: Sequence[float],
     judge: Judge | None,
     spend: Spend | None = None,
+    heard: ThreadsHeard | None = None,
 ) -> Checked:
     """A whole conversation against `[cases.expect_conversation]`: every turn's reply within
-    `max_turn_seconds`, what its turns `spend` within `max_cost`, then the judge over the whole
-    transcript."""
+    `max_turn_seconds`, what its turns `spend` within `max_cost`, every thread `heard` of its
+    own (`only_own_threads`), then the judge over the whole transcript."""
     limit = expect.max_turn_seconds
     if limit is not None:
         for number, took in enumerate(seconds, start=1):
@@ -158,7 +160,9 @@ def check_conversation(
                 return Checked(
                     Failure(f"every reply within {limit:g} s", f"turn {number} took {took:.2f} s")
                 )
-    failure = spend_failure(expect.max_cost, spend or Spend())
+    failure = spend_failure(expect.max_cost, spend or Spend()) or isolation_failure(
+        expect.only_own_threads, heard
+    )
     if failure is not None:
         return Checked(failure)
     if expect.judge is None:
@@ -167,6 +171,24 @@ def check_conversation(
         raise ValueError("an expectation with a judge needs a judge")
     verdict = judge.grade_conversation(expect.judge, transcript)
     return judged(verdict, f"the conversation ({expect.judge})")
+
+
+def isolation_failure(only_own_threads: bool, heard: ThreadsHeard | None) -> Failure | None:
+    """`only_own_threads`: no thread but the repeat's own was named by anything its client
+    received (R3, R20); the first other one is told with where it was named."""
+    if not only_own_threads:
+        return None
+    if heard is None:
+        raise ValueError("only_own_threads needs the threads the client heard of")
+    foreign = heard.foreign
+    if not foreign:
+        return None
+    thread, where = next(iter(foreign.items()))
+    others = f" (and {len(foreign) - 1} more)" if len(foreign) > 1 else ""
+    return Failure(
+        f"only its own thread {heard.own} named in what the client received",
+        f"thread {thread} was named by {where}{others}",
+    )
 
 
 def spend_failure(limit: float | None, spend: Spend) -> Failure | None:

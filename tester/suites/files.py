@@ -68,7 +68,7 @@ _CASE_KEYS = frozenset(
     }
 )
 _SIMULATE_KEYS = frozenset({"persona", "goal", "max_turns", "within"})
-_CONVERSATION_KEYS = frozenset({"judge", "max_turn_seconds", "max_cost"})
+_CONVERSATION_KEYS = frozenset({"judge", "max_turn_seconds", "max_cost", "only_own_threads"})
 _TURN_KEYS = frozenset({"send", "regenerate", "expect"})
 # Checked in this order (docs/suite-file.md); `within` and `reply` say how to wait.
 _TEXT_KEYS = ("contains", "not_contains", "icontains", "equals", "matches", "not_matches")
@@ -211,6 +211,8 @@ class ConversationExpect:
     max_turn_seconds: float | None = None
     # The most the conversation's replies may cost together.
     max_cost: float | None = None
+    # Every thread named by what the client received is the repeat's own (`isolation`).
+    only_own_threads: bool = False
 
 
 @dataclass(frozen=True)
@@ -678,10 +680,16 @@ class _Reader:
         if not isinstance(value, dict):
             raise self.refuse(where, "expect_conversation must be a table")
         self.only(value, _CONVERSATION_KEYS, where, "expect_conversation")
+        only_own_threads = value.get("only_own_threads", False)
+        if not isinstance(only_own_threads, bool):
+            raise self.refuse(
+                (*where, "only_own_threads"), "only_own_threads must be true or false"
+            )
         return ConversationExpect(
             judge=self.rubric(value, (*where, "judge")),
             max_turn_seconds=self.seconds(value, (*where, "max_turn_seconds"), WITHIN_MAX),
             max_cost=self.max_cost(value, (*where, "max_cost")),
+            only_own_threads=only_own_threads,
         )
 
     def turn(

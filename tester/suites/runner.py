@@ -33,6 +33,7 @@ from .costs import Budget, Price, Spend, TurnCost, turn_cost
 from .definitions import definition_hash
 from .expectations import Checked, check_conversation, check_turn
 from .files import Case, Expect, Suite
+from .isolation import ThreadsHeard
 from .judge import Judge, JudgeConfig, JudgeError, Transcript, Vote, heard, turn_transcript
 from .matchers import Failure
 from .statistics import pass_hat_k, wilson_interval
@@ -409,7 +410,7 @@ def _play(thread: Any, plan: Plan, repeat: Repeat, judge: Judge | None, costing:
             raise
         if not _took(repeat, record, checked):
             return
-    _check_conversation(plan, repeat, judge)
+    _check_conversation(plan, repeat, judge, thread.heard)
 
 
 def _simulate(
@@ -438,7 +439,7 @@ def _simulate(
             raise
         repeat.conversation_votes = verdict.votes
         if verdict.passed:
-            _check_conversation(plan, repeat, judge, goal_votes=verdict.votes)
+            _check_conversation(plan, repeat, judge, thread.heard, goal_votes=verdict.votes)
             return
     repeat.failure = Failure(
         f"the goal met within {simulate.max_turns} turns ({simulate.goal})",
@@ -457,8 +458,13 @@ def _took(repeat: Repeat, turn: TurnRecord, checked: Checked) -> bool:
 
 
 def _check_conversation(
-    plan: Plan, repeat: Repeat, judge: Judge | None, goal_votes: tuple[Vote, ...] = ()
+    plan: Plan,
+    repeat: Repeat,
+    judge: Judge | None,
+    heard: ThreadsHeard,
+    goal_votes: tuple[Vote, ...] = (),
 ) -> None:
+    """The conversation's own expectations, `heard` the threads its client was told of."""
     transcript: Transcript = repeat.transcript
     try:
         checked = check_conversation(
@@ -467,6 +473,7 @@ def _check_conversation(
             seconds=[turn.outcome.seconds for turn in repeat.turns],
             judge=judge,
             spend=repeat.spend,
+            heard=heard,
         )
     except JudgeError as error:
         repeat.conversation_votes = goal_votes + error.votes

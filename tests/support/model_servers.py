@@ -1,7 +1,8 @@
 """Model servers the suite talks to on loopback: a fake OpenAI-compatible chat completions
 server whose every answer a test can shape (streams, slow chunks, status codes with headers,
-malformed bodies, hang-ups), and the LiteLLM proxy run as a real peer, with the models the
-suite asks it for (`litellm_peer`, one for the whole session: `tests/conftest.py`).
+malformed bodies, hang-ups), the business file whose instances ask it (`SCRIPTED_BUSINESS`), and
+the LiteLLM proxy run as a real peer, with the models the suite asks it for (`litellm_peer`, one
+for the whole session: `tests/conftest.py`).
 
 The tests never leave 127.0.0.1.
 """
@@ -27,6 +28,42 @@ from typing import Any
 import httpx
 
 ROOT = Path(__file__).resolve().parents[2]
+
+# The demo business with its instances answered by a (fake) model server at `{url}`: `assistant`,
+# the default, asks for `chat-a`; `rival`, priced in the business file, for `chat-b`. A scripted
+# model tells them apart by the model asked for.
+SCRIPTED_BUSINESS = """
+[business]
+slug = "demo"
+human = "ada"
+tester_enabled = true
+default_instance = "assistant"
+
+[roles.assistant]
+receive_from = ["human"]
+send_to = ["human"]
+cross_role = []
+
+[instances.assistant]
+role = "assistant"
+
+[instances.assistant.reply]
+backend = "openai"
+base_url = "{url}"
+model = "chat-a"
+
+[instances.rival]
+role = "assistant"
+
+[instances.rival.reply]
+backend = "openai"
+base_url = "{url}"
+model = "chat-b"
+
+[instances.rival.reply.pricing]
+input = 0
+output = 100000
+"""
 
 # --- a fake OpenAI-compatible server ----------------------------------------------------
 

@@ -4,14 +4,17 @@ alone."""
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from tests.console.api import LiveApi
-from tests.console.server import HUMAN_USERNAME, PASSWORD, LiveServer
+from tests.console.server import HUMAN_USERNAME, PASSWORD, LiveServer, serving
+from tests.support.model_servers import SCRIPTED_BUSINESS
 
 WAIT_SECONDS = 30.0
 
@@ -61,6 +64,18 @@ def served(server: LiveServer, *, answered: bool) -> Iterator[Served]:
     finally:
         human.close()
         tester.close()
+
+
+@contextmanager
+def served_on_model(model_url: str, workdir: Path, name: str) -> Iterator[Served]:
+    """A real `manage.py serve` whose instances ask the (fake) model server at `model_url`
+    (`SCRIPTED_BUSINESS`), served as `served` serves it, over a database named for `name`."""
+    business = SCRIPTED_BUSINESS.format(url=model_url)
+    with (
+        serving(workdir, f"mosaic_{name}_{os.getpid()}", business_file=business) as server,
+        served(server, answered=True) as live,
+    ):
+        yield live
 
 
 def wait_for_reply(api: LiveApi, thread: int) -> None:

@@ -10,6 +10,7 @@ from typing import Any, cast
 
 from tester.suites.client import Outcome, Reply, TesterClient
 from tester.suites.files import Suite, load_suite
+from tester.suites.isolation import ThreadsHeard
 from tester.suites.judge import Judge, JudgeError, Verdict, Vote
 from tester.suites.runner import CaseReport, Judges, plans, run_plan
 
@@ -82,6 +83,8 @@ class StandInThread:
         self.name = name
         self.id = number
         self.instance = instance or "assistant"
+        # What the stand-in listener told of other threads: nothing, unless a test says so.
+        self.heard = ThreadsHeard(number)
 
     def __enter__(self) -> StandInThread:
         return self

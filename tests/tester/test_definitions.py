@@ -45,8 +45,18 @@ def hash_of(tmp_path: Path, text: str) -> str:
         ('model = "judge"', 'model = "judge-2"'),
         ('model = "judge"', 'model = "judge"\nvotes = 3'),
         ('expect = { icontains = ["hello"], judge = "Friendly" }', ""),
+        ("repeat = 3", "repeat = 3\nexpect_conversation = { only_own_threads = true }"),
     ],
-    ids=["send", "expectation", "rubric", "wait", "judge model", "judge votes", "no expect"],
+    ids=[
+        "send",
+        "expectation",
+        "rubric",
+        "wait",
+        "judge model",
+        "judge votes",
+        "no expect",
+        "isolation",
+    ],
 )
 def test_definition_hash_changes_with_what_the_case_tests(
     tmp_path: Path, old: str, new: str
@@ -63,8 +73,16 @@ def test_definition_hash_changes_with_what_the_case_tests(
         ('base_url = "http://127.0.0.1:4000/v1"', 'base_url = "http://10.0.0.2/v1"'),
         ('project = "qa"', 'project = "qa"\n\n'),
         ('judge = "Friendly" }', 'judge = "Friendly", within = 30 }'),
+        ("repeat = 3", "repeat = 3\nexpect_conversation = { only_own_threads = false }"),
     ],
-    ids=["instance", "repeat and pass rate", "judge's server", "lines", "a default written"],
+    ids=[
+        "instance",
+        "repeat and pass rate",
+        "judge's server",
+        "lines",
+        "a default written",
+        "isolation's default written",
+    ],
 )
 def test_definition_hash_keeps_to_the_test_not_how_it_is_run(
     tmp_path: Path, old: str, new: str

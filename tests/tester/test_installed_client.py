@@ -48,9 +48,14 @@ def client_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def outside(tmp_path: Path) -> Path:
-    """A directory outside the checkout, holding the example suites."""
+    """A directory outside the checkout, holding the offline example suites (the adversarial
+    ones need a judge and a real model: test_adversarial_suites.py runs them)."""
     assert ROOT not in tmp_path.parents
-    shutil.copytree(ROOT / "examples" / "conversations", tmp_path / "conversations")
+    shutil.copytree(
+        ROOT / "examples" / "conversations",
+        tmp_path / "conversations",
+        ignore=shutil.ignore_patterns("adversarial"),
+    )
     return tmp_path
 
 
@@ -94,7 +99,11 @@ def test_mosaic_test_runs_the_example_suites(
     client_venv: Path, outside: Path, live: Served
 ) -> None:
     """The example command of docs/testing.md, as typed, against `make run`'s offline backend."""
-    ran = run(client_venv, "mosaic-test", "conversations", cwd=outside, url=live.url)
+    # `conversations/*.suite.toml`, as the shell expands it.
+    typed = sorted(
+        str(path.relative_to(outside)) for path in outside.glob("conversations/*.suite.toml")
+    )
+    ran = run(client_venv, "mosaic-test", *typed, cwd=outside, url=live.url)
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert "PASS  offline assistant · greets, then counts the turns (2 turns) · 3/3 pass" in (
         ran.stdout

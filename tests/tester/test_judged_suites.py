@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import threading
 import xml.etree.ElementTree as ElementTree
 from collections.abc import Iterator
@@ -23,44 +22,9 @@ from typing import Any
 import pytest
 
 from tester.suites.judge import GRADER, USER_PLAYER
-from tests.console.server import serving
 from tests.support.model_servers import FakeModel, serve_fake_model
-from tests.support.served import Served, human_left_alone, served
+from tests.support.served import Served, human_left_alone, served_on_model
 from tests.support.suite_runs import Ran, run_testassistant, write_suite
-
-BUSINESS = """
-[business]
-slug = "demo"
-human = "ada"
-tester_enabled = true
-default_instance = "assistant"
-
-[roles.assistant]
-receive_from = ["human"]
-send_to = ["human"]
-cross_role = []
-
-[instances.assistant]
-role = "assistant"
-
-[instances.assistant.reply]
-backend = "openai"
-base_url = "{url}"
-model = "chat-a"
-
-[instances.rival]
-role = "assistant"
-
-[instances.rival.reply]
-backend = "openai"
-base_url = "{url}"
-model = "chat-b"
-
-[instances.rival.reply.pricing]
-input = 0
-output = 100000
-"""
-
 
 # The judge's models: `judge` takes JSON mode, `plain-judge` is served by a server that
 # refuses it.
@@ -146,12 +110,7 @@ def model(script: Script) -> Iterator[FakeModel]:
 
 @pytest.fixture(scope="module")
 def judged_server(model: FakeModel, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    workdir = tmp_path_factory.mktemp("judged")
-    business = BUSINESS.format(url=model.url)
-    with (
-        serving(workdir, f"mosaic_judged_{os.getpid()}", business_file=business) as server,
-        served(server, answered=True) as live,
-    ):
+    with served_on_model(model.url, tmp_path_factory.mktemp("judged"), "judged") as live:
         yield live
 
 

@@ -382,6 +382,7 @@ expect = { json_schema = "schemas/record.json" }
 [cases.expect_conversation]
 judge = "Polite throughout."
 max_turn_seconds = 30
+only_own_threads = true
 
 [[cases]]
 name = "simulated"
@@ -430,7 +431,9 @@ def test_load_full_example_reads_every_new_key(tmp_path: Path) -> None:
         RECORD_SCHEMA,
         False,
     )
-    assert structured.expect_conversation == ConversationExpect("Polite throughout.", 30.0)
+    assert structured.expect_conversation == ConversationExpect(
+        "Polite throughout.", 30.0, only_own_threads=True
+    )
     assert (structured.simulate, structured.uses_judge) == (None, True)
     assert simulated.turns == ()
     assert simulated.simulate == Simulate("a busy manager", "a task is created", 4, 12.0)
@@ -444,6 +447,7 @@ def test_load_case_without_new_keys_takes_their_defaults(tmp_path: Path) -> None
     assert (suite.instances, suite.judge) == ((), None)
     assert (case.repeat, case.pass_rate, case.simulate, case.uses_judge) == (1, 1.0, None, False)
     assert case.expect_conversation == ConversationExpect(None, None)
+    assert case.expect_conversation.only_own_threads is False
     assert case.turns[0].expect == Expect()
 
 
@@ -735,7 +739,20 @@ def judge_key(key: str) -> str:
             JUDGED + "\n[cases.expect_conversation]\nrubric = 'x'\n",
             {},
             15,
-            "unknown key 'rubric' in expect_conversation",
+            "unknown key 'rubric' in expect_conversation; it takes judge, max_cost, "
+            "max_turn_seconds, only_own_threads",
+        ),
+        (
+            JUDGED + "\n[cases.expect_conversation]\nonly_own_threads = 'yes'\n",
+            {},
+            15,
+            "only_own_threads must be true or false",
+        ),
+        (
+            JUDGED + "\n[cases.expect_conversation]\nonly_own_thread = true\n",
+            {},
+            15,
+            "unknown key 'only_own_thread' in expect_conversation",
         ),
         (
             case_key("expect_conversation = 'polite'"),
