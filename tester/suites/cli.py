@@ -18,7 +18,6 @@ run.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import math
 import os
 import sys
@@ -31,6 +30,7 @@ from .client import ListenerError, TesterClient
 from .comparison import read_comparison
 from .costs import PRICE_MAX, instance_prices
 from .files import REPEAT_MAX, Suite, SuiteFileRefused, load_suites
+from .history import halt, planned_instances, record
 from .html_report import write_html
 from .markdown_report import summary as markdown_summary
 from .runner import ERROR, FAIL, CaseReport, Plan, TestRun, plans, run_plans
@@ -232,19 +232,6 @@ def run(
         return INTERRUPTED_STATUS
 
 
-def planned_instances(planned: Sequence[Plan]) -> list[str]:
-    """The instances the cases are planned on, sorted, "" for the business's default: with the
-    suites and `-k`, what the listener's `--compare last` matches."""
-    return sorted({plan.instance or "" for plan in planned})
-
-
-def halt(client: TesterClient, run_id: int, reason: str) -> None:
-    """End the stored test run `halted` with `reason`. A listener that cannot be reached leaves
-    it running, for the listener to halt once it has been silent too long."""
-    with contextlib.suppress(ListenerError):
-        client.end_test_run(run_id, halted=reports.clipped(reason) or "halted")
-
-
 def as_argv(options: argparse.Namespace) -> list[str]:
     """`mosaic-test` arguments that parse back to `options`: each of its options whose value is
     not the default, then the paths. Only `mosaic-test`'s own options: `testassistant` also takes
@@ -338,14 +325,9 @@ def _run(options: argparse.Namespace, *, out: Writer, url: str, argv: Sequence[s
 
     def on_report(report: CaseReport) -> None:
         try:
-            kept = client.record_case(stored["id"], reports.stored_record(report))
+            record(client, stored["id"], report)
         except ListenerError as refusal:
             history_refusal.append(refusal)
-        else:
-            report.change = kept["change"]
-            report.p_value = kept.get("p_value")
-            if kept.get("baseline_runs") is not None:
-                report.baseline_tally = (kept["baseline_passed_runs"], kept["baseline_runs"])
         if options.json:
             tell(reports.json_line(report))
         else:

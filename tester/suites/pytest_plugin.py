@@ -6,7 +6,8 @@ no conftest line is needed. Inside the project, `pytest_plugins = ["tester.suite
 does the same. Everything goes through the tester listener (`--mosaic-url`, else
 `$MOSAIC_TESTER_URL`, else `http://127.0.0.1:$MOSAIC_TESTER_PORT`, by default `DEFAULT_PORT`),
 as `mosaic-test` does; a listener that does not answer stops the session with one error before
-any test runs.
+any test runs. With `--mosaic-store` (or `--mosaic-compare`) the session's suite-file cases are
+stored as one test run (`pytest_history`).
 """
 
 from __future__ import annotations
@@ -15,12 +16,12 @@ import dataclasses
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
 from . import DEFAULT_PORT
-from .cli import default_url
+from .cli import alpha_level, default_url, run_id
 from .client import ConversationThread, ListenerError, Outcome, Reply, TesterClient
 from .costs import Price, instance_prices
 from .expectations import check_turn
@@ -33,11 +34,15 @@ from .files import (
     load_suite,
 )
 from .judge import JudgeError, turn_transcript
+from .pytest_history import SessionRun
 from .reports import cost_properties, miss_lines, tally
 from .runner import ERROR, FAIL, Judges, Plan, plans, run_plan
+from .statistics import DEFAULT_ALPHA
 from .visible import visible
 
 DEFAULT_PROJECT = "pytest"
+# pytest's name of an ini value's type (written apart: mypy takes the bare "bool" for a type).
+BOOLEAN: Literal["bool"] = "bool"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -57,8 +62,33 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="NAME",
         help=f"the project of mosaic_tester's threads (default: {DEFAULT_PROJECT})",
     )
+    group.addoption(
+        "--mosaic-store",
+        dest="mosaic_store",
+        action="store_true",
+        help="store the suite files' cases as one test run, as mosaic-test does",
+    )
+    group.addoption(
+        "--mosaic-compare",
+        dest="mosaic_compare",
+        type=run_id,
+        metavar="last|RUN_ID",
+        help="store, and compare each case with the last finished test run of the same "
+        "selection, or with run RUN_ID",
+    )
+    group.addoption(
+        "--mosaic-alpha",
+        dest="mosaic_alpha",
+        type=alpha_level,
+        default=DEFAULT_ALPHA,
+        metavar="P",
+        help=f"a change is significant when its p-value is below P (default {DEFAULT_ALPHA})",
+    )
     parser.addini("mosaic_url", "the tester listener's URL", default="")
     parser.addini("mosaic_project", "the project of mosaic_tester's threads", default="")
+    parser.addini(
+        "mosaic_store", "store the suite files' cases as one test run", type=BOOLEAN, default=False
+    )
 
 
 class Listener:
@@ -71,6 +101,21 @@ class Listener:
         self.judges = Judges()
         self._client: TesterClient | None = None
         self._prices: dict[str, Price] | None = None
+        # Every case of the suite files collected, and the session's stored run (None: not
+        # stored).
+        self.collected: list[Plan] = []
+        compare = config.getoption("mosaic_compare", None)
+        # Comparing needs a stored run to compare.
+        storing = (
+            compare is not None
+            or config.getoption("mosaic_store", False)
+            or config.getini("mosaic_store")
+        )
+        self.history = (
+            SessionRun(compare=compare, alpha=config.getoption("mosaic_alpha", DEFAULT_ALPHA))
+            if storing
+            else None
+        )
 
     @property
     def url(self) -> str:
@@ -259,6 +304,7 @@ class SuiteFile(pytest.File):
         except SuiteFileRefused as refusal:
             raise self.CollectError(visible(str(refusal))) from None
         planned = plans([suite])
+        listener_of(self.config).collected += planned
         several = len({plan.instance for plan in planned}) > 1
         for plan in planned:
             name = plan.case.name + (f"[{plan.instance}]" if several else "")
@@ -279,14 +325,30 @@ class CaseItem(pytest.Item):
 
     def runtest(self) -> None:
         listener = listener_of(self.config)
-        project = listener.project_id(self.plan.suite.project)
-        report = run_plan(
-            listener.client,
-            self.plan,
-            project=project,
-            judges=listener.judges,
-            instance_prices=listener.instance_prices(),
-        )
+        history = listener.history
+        if history is not None and history.waiting:
+            selected = [item.plan for item in self.session.items if isinstance(item, CaseItem)]
+            history.start(listener.client, selected, listener.collected)
+        try:
+            report = run_plan(
+                listener.client,
+                self.plan,
+                project=listener.project_id(self.plan.suite.project),
+                judges=listener.judges,
+                instance_prices=listener.instance_prices(),
+            )
+        except ListenerError as refusal:
+            # No verdict on the assistant: the stored run cannot go on, as in mosaic-test.
+            if history is not None:
+                history.halt(str(refusal))
+            raise
+        except Exception as error:
+            if history is not None:
+                history.halt(f"the client failed: {type(error).__name__}: {error}")
+            raise
+        if history is not None:
+            history.record(report)
+        compared = history is not None and history.compare is not None
         self.user_properties += [
             ("verdict", report.verdict),
             ("passed_repeats", report.passed_repeats),
@@ -295,10 +357,11 @@ class CaseItem(pytest.Item):
             ("runs", report.repeat_count),
             ("threads", " ".join(str(thread) for thread in report.threads)),
             *cost_properties(report.spend).items(),
+            *([("change", report.change or "")] if compared else []),
         ]
         if report.verdict in (FAIL, ERROR):
             told = "\n".join(miss_lines(report))
-            raise CaseFailed(visible(f"{tally(report, compared=False)}\n{told}"))
+            raise CaseFailed(visible(f"{tally(report, compared=compared)}\n{told}"))
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, CaseFailed | ListenerError):
@@ -307,3 +370,34 @@ class CaseItem(pytest.Item):
 
     def reportinfo(self) -> tuple[Path, int, str]:
         return self.path, self.plan.case.line - 1, self.plan.title
+
+
+# --- the session's stored test run ---------------------------------------------------------
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """End the stored run: finished, or halted when the session was interrupted or stopped
+    before every selected case ran."""
+    listener = session.config.stash.get(LISTENER, None)
+    if listener is None or listener.history is None:
+        return
+    history = listener.history
+    # `-x` and `--maxfail` say why they stopped the session here.
+    stopped_early = session.shouldfail or session.shouldstop
+    history.end(
+        interrupted=exitstatus == pytest.ExitCode.INTERRUPTED,
+        unreached=len(history.planned) - len(history.reports),
+        stopped_early=str(stopped_early) if stopped_early else None,
+    )
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    """The stored run, told as `mosaic-test` tells its own, after pytest's own summary."""
+    listener = config.stash.get(LISTENER, None)
+    if listener is None or listener.history is None:
+        return
+    told = listener.history.told()
+    if told:
+        terminalreporter.write_sep("-", "mosaic test run")
+        for line in told:
+            terminalreporter.write_line(visible(line))

@@ -6,14 +6,12 @@ test_installed_client.py.)"""
 from __future__ import annotations
 
 import xml.etree.ElementTree as ElementTree
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.console.server import ROOT
 from tests.support.model_servers import FakeModel, serve_fake_model
-from tests.support.served import Served, human_left_alone
+from tests.support.served import Served
 from tests.support.suite_runs import (
     FAILING,
     GREETS,
@@ -23,37 +21,21 @@ from tests.support.suite_runs import (
     write_suite,
 )
 
-CONFTEST = 'pytest_plugins = ["tester.suites.pytest_plugin"]\n'
 
-
-@pytest.fixture
-def live(
-    suite_server: Served, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[Served]:
-    """The server, the documented conftest line in pytester's directory, the project on the
-    path; the human's threads and messages unchanged by the test."""
-    monkeypatch.setenv("PYTHONPATH", str(ROOT))
-    # Only the plugin the conftest names: none of this suite's (pytest-django, schemathesis…).
-    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
-    pytester.makeconftest(CONFTEST)
-    with human_left_alone(suite_server):
-        yield suite_server
-
-
-def run(pytester: pytest.Pytester, live: Served, *arguments: str) -> pytest.RunResult:
+def run(pytester: pytest.Pytester, plugin_live: Served, *arguments: str) -> pytest.RunResult:
     # In a process of its own: this suite's Django settings stay out of it.
     return pytester.runpytest_subprocess(
-        "-p", "no:cacheprovider", "--mosaic-url", live.url, *arguments
+        "-p", "no:cacheprovider", "--mosaic-url", plugin_live.url, *arguments
     )
 
 
 def test_plugin_collects_each_case_of_a_suite_file_as_a_test(
-    live: Served, pytester: pytest.Pytester
+    plugin_live: Served, pytester: pytest.Pytester
 ) -> None:
     write_suite(pytester.path, GREETS, "smoke.suite.toml")
     write_suite(pytester.path, FAILING, "wrong.suite.toml")
     junit = pytester.path / "junit.xml"
-    result = run(pytester, live, "-v", f"--junitxml={junit}")
+    result = run(pytester, plugin_live, "-v", f"--junitxml={junit}")
     result.assert_outcomes(passed=3, failed=1)
     result.stdout.fnmatch_lines(
         [
@@ -78,28 +60,28 @@ def test_plugin_collects_each_case_of_a_suite_file_as_a_test(
     assert (properties["passed_runs"], properties["runs"]) == ("1", "1")
 
 
-def test_plugin_selects_cases_with_k(live: Served, pytester: pytest.Pytester) -> None:
+def test_plugin_selects_cases_with_k(plugin_live: Served, pytester: pytest.Pytester) -> None:
     write_suite(pytester.path, FAILING, "wrong.suite.toml")
-    before = len(live.tester_threads())
-    result = run(pytester, live, "-k", "goodbye")
+    before = len(plugin_live.tester_threads())
+    result = run(pytester, plugin_live, "-k", "goodbye")
     result.assert_outcomes(failed=1, deselected=1)
-    assert len(live.tester_threads()) == before + 1
+    assert len(plugin_live.tester_threads()) == before + 1
 
 
 def test_plugin_reports_a_refused_suite_file_with_its_line(
-    live: Served, pytester: pytest.Pytester
+    plugin_live: Served, pytester: pytest.Pytester
 ) -> None:
     bad = GREETS.replace('send = "hello"', 'send = "hello"\nwait = 1')
     write_suite(pytester.path, bad, "bad.suite.toml")
-    threads = live.tester_threads()
-    result = run(pytester, live)
+    threads = plugin_live.tester_threads()
+    result = run(pytester, plugin_live)
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*bad.suite.toml:10: unknown key 'wait' in a turn*"])
-    assert live.tester_threads() == threads
+    assert plugin_live.tester_threads() == threads
 
 
 def test_mosaic_tester_fixture_talks_in_a_tester_thread(
-    live: Served, pytester: pytest.Pytester
+    plugin_live: Served, pytester: pytest.Pytester
 ) -> None:
     pytester.makepyfile(
         """
@@ -121,14 +103,14 @@ def test_mosaic_tester_fixture_talks_in_a_tester_thread(
             thread = mosaic_tester.thread("fixture missing", instance="nobody")
         """
     )
-    result = run(pytester, live, "--mosaic-project", "fixtures")
+    result = run(pytester, plugin_live, "--mosaic-project", "fixtures")
     result.assert_outcomes(passed=1, failed=2)
     result.stdout.fnmatch_lines(
         ["*assert 'goodbye' in*", "*not-found: No instance named 'nobody'.*"]
     )
-    names = [thread["name"] for thread in live.tester_threads()]
+    names = [thread["name"] for thread in plugin_live.tester_threads()]
     assert any(name.startswith("fixture greets · ") for name in names)
-    projects = live.tester.get("/api/chat/projects?limit=500")["projects"]
+    projects = plugin_live.tester.get("/api/chat/projects?limit=500")["projects"]
     assert "fixtures" in [project["name"] for project in projects]
 
 
@@ -146,7 +128,7 @@ expect = { judge = "Greets the user politely" }
 
 
 def test_plugin_judge_error_is_one_line_naming_the_judge_and_its_answer(
-    live: Served, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+    plugin_live: Served, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A judge that answers no verdict, even asked again, fails `reply.check` and a suite
     file's case each on one line: the judge's model and URL, what it said, the reply; no
@@ -162,7 +144,7 @@ def test_plugin_judge_error_is_one_line_naming_the_judge_and_its_answer(
     with serve_fake_model(FakeModel(content="Looks fine to me.")) as judge:
         monkeypatch.setenv("MOSAIC_JUDGE_BASE_URL", judge.url)
         monkeypatch.setenv("MOSAIC_JUDGE_MODEL", "prose-judge")
-        result = run(pytester, live)
+        result = run(pytester, plugin_live)
     result.assert_outcomes(failed=2)
     named = f"the judge prose-judge at {judge.url}/chat/completions did not answer"
     said = "it said “Looks fine to me.” — the reply: “Hello! I am assistant.*”"
@@ -184,7 +166,7 @@ def test_plugin_judge_error_is_one_line_naming_the_judge_and_its_answer(
 
 
 def test_plugin_failures_show_a_hostile_reply_escaped(
-    live: Served, pytester: pytest.Pytester, tmp_path: Path
+    plugin_live: Served, pytester: pytest.Pytester, tmp_path: Path
 ) -> None:
     """A suite file's failure and `reply.check`'s both quote the reply with its control
     characters escaped: nothing of it acts on the terminal."""
@@ -197,8 +179,8 @@ def test_plugin_failures_show_a_hostile_reply_escaped(
         """
     )
     with serve_fake_model(FakeModel(content=SPOOFING_REPLY, streams=False)) as model:
-        add_model_instance(live.server, tmp_path, "hostile", model.url)
-        result = run(pytester, live)
+        add_model_instance(plugin_live.server, tmp_path, "hostile", model.url)
+        result = run(pytester, plugin_live)
     result.assert_outcomes(failed=2)
     printed = result.stdout.str() + result.stderr.str()
     assert not {"\x1b", "\r", "\x9b", "\u202e"} & set(printed)
@@ -215,11 +197,11 @@ def test_plugin_failures_show_a_hostile_reply_escaped(
 
 
 def test_plugin_pointed_at_the_human_listener_says_which_listener_to_use(
-    live: Served, pytester: pytest.Pytester
+    plugin_live: Served, pytester: pytest.Pytester
 ) -> None:
     """One usage error before any test, saying it reached the human listener."""
     write_suite(pytester.path, GREETS, "smoke.suite.toml")
-    human = live.server.human_url
+    human = plugin_live.server.human_url
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--mosaic-url", human)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
@@ -250,7 +232,7 @@ expect = { contains = ["is in {city}."] }
 
 
 def test_plugin_collects_each_row_of_a_dataset_and_tells_its_cost(
-    live: Served, pytester: pytest.Pytester
+    plugin_live: Served, pytester: pytest.Pytester
 ) -> None:
     """A dataset's rows are tests of their own; the offline backend records no usage, so each
     case's cost is unknown, its turn counted as without usage. `reply.check(max_cost=…)` is
@@ -263,7 +245,7 @@ def test_plugin_collects_each_row_of_a_dataset_and_tells_its_cost(
         """
     )
     junit = pytester.path / "junit.xml"
-    result = run(pytester, live, "-v", f"--junitxml={junit}")
+    result = run(pytester, plugin_live, "-v", f"--junitxml={junit}")
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(
         [

@@ -11,7 +11,6 @@ import pytest
 
 from tests.support.served import Served, human_left_alone
 from tests.support.suite_runs import run_testassistant, write_suite
-from tests.tester.test_pytest_plugin import live as plugin_live  # noqa: F401  (fixture)
 from tests.tester.test_pytest_plugin import run as run_plugin
 
 BOOKED = """
@@ -87,7 +86,7 @@ def test_run_stores_each_turns_steps_in_the_history(live: Served, tmp_path: Path
 
 
 def test_plugin_reply_has_steps_and_checks_tools(
-    plugin_live: Served,  # noqa: F811
+    plugin_live: Served,
     pytester: pytest.Pytester,
 ) -> None:
     pytester.makepyfile(
