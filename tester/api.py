@@ -21,7 +21,7 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from broker.actions import suite_runs
+from broker.actions import suite_comparisons, suite_runs
 from broker.models import SuiteVerdict
 from broker.suite_fields import (
     DEFAULT_ALPHA,
@@ -40,6 +40,7 @@ from broker.suite_fields import (
 from chat.api.base import ChatView
 from chat.api.docs import ERRORS
 from chat.api.inputs import (
+    QueryFlag,
     QueryNumber,
     StrictChoice,
     StrictId,
@@ -49,7 +50,14 @@ from chat.api.inputs import (
     list_query,
     parse,
 )
-from tester.shapes import SuiteCaseOut, SuiteRunOut
+from tester.shapes import (
+    ComparedCaseOut,
+    ComparedTurnOut,
+    ComparisonCountsOut,
+    ShownRepeatOut,
+    SuiteCaseOut,
+    SuiteRunOut,
+)
 
 
 @extend_schema_field(
@@ -197,6 +205,102 @@ class SuiteRunView(ChatView):
             {
                 "run": SuiteRunOut(found.run).data,
                 "cases": SuiteCaseOut(found.cases, many=True).data,  # type: ignore[arg-type]
+                "more": found.more,
+            }
+        )
+
+
+class SuiteRunComparisonView(ChatView):
+    """Two of the business's suite runs compared case by case: regressions first, the same
+    cases apart."""
+
+    class SuiteRunComparisonQuery(StrictInput):
+        limit = QueryNumber(required=False, min_value=1, max_value=500)
+        after = QueryNumber(required=False, min_value=0)
+        same = QueryFlag(required=False)
+
+    @extend_schema(
+        operation_id="suite_run_compare",
+        parameters=[
+            OpenApiParameter("limit", int, description="Page size: 1–500 cases, default 100."),
+            OpenApiParameter("after", int, description="The cases after this compared case's id."),
+            OpenApiParameter(
+                "same", bool, description="`true`: the cases whose change is `same` alone."
+            ),
+        ],
+        responses={
+            200: inline_serializer(
+                "SuiteRunComparison",
+                {
+                    "run": SuiteRunOut(),
+                    "other": SuiteRunOut(),
+                    "counts": ComparisonCountsOut(),
+                    "cases": ComparedCaseOut(many=True),
+                    "more": serializers.BooleanField(
+                        help_text="More cases follow: ask again with after = the last case's id."
+                    ),
+                },
+            ),
+            **ERRORS,
+        },
+    )
+    def get(self, request: Request, run_id: int, other_id: int) -> Response:
+        query = list_query(request, self.SuiteRunComparisonQuery)
+        found = suite_comparisons.compare_suite_runs(
+            self.actor(), run_id=run_id, other_id=other_id, **query
+        )
+        return Response(
+            {
+                "run": SuiteRunOut(found.run).data,
+                "other": SuiteRunOut(found.other).data,
+                "counts": found.counts,
+                "cases": ComparedCaseOut(found.cases, many=True).data,
+                "more": found.more,
+            }
+        )
+
+
+class SuiteRunComparedCaseView(ChatView):
+    """A case of a run beside the other run's same case: the repeat shown of each and their
+    turns side by side, what was sent and each reply."""
+
+    class SuiteRunComparedCaseQuery(StrictInput):
+        limit = QueryNumber(required=False, min_value=1, max_value=500)
+        after = QueryNumber(required=False, min_value=0)
+
+    @extend_schema(
+        operation_id="suite_run_compare_case",
+        parameters=[
+            OpenApiParameter("limit", int, description="Page size: 1–500 turns, default 100."),
+            OpenApiParameter("after", int, description="The turns after this turn number."),
+        ],
+        responses={
+            200: inline_serializer(
+                "SuiteRunComparedCase",
+                {
+                    "case": ComparedCaseOut(),
+                    "now": ShownRepeatOut(allow_null=True),
+                    "other": ShownRepeatOut(allow_null=True),
+                    "turns": ComparedTurnOut(many=True),
+                    "more": serializers.BooleanField(
+                        help_text="More turns follow: ask again with after = the last turn."
+                    ),
+                },
+            ),
+            **ERRORS,
+        },
+    )
+    def get(self, request: Request, run_id: int, other_id: int, case_id: int) -> Response:
+        query = list_query(request, self.SuiteRunComparedCaseQuery)
+        found = suite_comparisons.compare_suite_case(
+            self.actor(), run_id=run_id, other_id=other_id, case_id=case_id, **query
+        )
+        return Response(
+            {
+                "case": ComparedCaseOut(found.case).data,
+                "now": None if found.now is None else ShownRepeatOut(found.now).data,
+                "other": None if found.other is None else ShownRepeatOut(found.other).data,
+                "turns": ComparedTurnOut(found.turns, many=True).data,
                 "more": found.more,
             }
         )

@@ -20,6 +20,16 @@ ROUTES: tuple[tuple[str, type[ChatView], str], ...] = (
     ("api/suite-runs/<id:run_id>", api.SuiteRunView, "suite-run"),
     ("api/suite-runs/<id:run_id>/cases", api.SuiteRunCasesView, "suite-run-cases"),
     ("api/suite-runs/<id:run_id>/end", api.SuiteRunEndView, "suite-run-end"),
+    (
+        "api/suite-runs/<id:run_id>/comparison/<id:other_id>",
+        api.SuiteRunComparisonView,
+        "suite-run-comparison",
+    ),
+    (
+        "api/suite-runs/<id:run_id>/comparison/<id:other_id>/cases/<id:case_id>",
+        api.SuiteRunComparedCaseView,
+        "suite-run-compared-case",
+    ),
 )
 
 

@@ -7,6 +7,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
+from broker.actions import suite_comparisons
 from broker.models import SuiteCase, SuiteChange, SuiteRun, SuiteRunEnd, SuiteVerdict
 from chat.api.shapes import Shape
 
@@ -92,3 +93,63 @@ class SuiteCaseOut(Shape[SuiteCase]):
         if case.interval_low is None or case.interval_high is None:
             return None
         return [case.interval_low, case.interval_high]
+
+
+class ComparedSideOut(serializers.Serializer[Any]):
+    """One run's result of a compared case: the case's id there, its verdict and k/N."""
+
+    id = serializers.IntegerField()
+    verdict = serializers.ChoiceField(choices=SuiteVerdict.values)
+    passed_runs = serializers.IntegerField()
+    runs = serializers.IntegerField()
+
+
+class ComparedCaseOut(serializers.Serializer[Any]):
+    """A case of one run or both: its change from the other run to this one (`missing`: the
+    other run's only), each run's result (null: not in that run) and the one-sided Fisher
+    p-value the change rests on (null: nothing compared). `id` is the comparison's cursor:
+    this run's case, or the other run's when this run has none."""
+
+    id = serializers.IntegerField()
+    suite = serializers.CharField(source="row.suite")
+    case = serializers.CharField(source="row.case")
+    instance = serializers.CharField(source="row.instance")
+    change = serializers.ChoiceField(choices=list(suite_comparisons.ORDER))
+    now = ComparedSideOut(allow_null=True)
+    other = ComparedSideOut(allow_null=True)
+    p_value = serializers.FloatField(allow_null=True)
+
+
+class ComparisonCountsOut(serializers.Serializer[dict[str, int]]):
+    """How many of the compared cases each change counts."""
+
+    def get_fields(self) -> dict[str, serializers.Field[Any, Any, Any, Any]]:
+        return {change: serializers.IntegerField() for change in suite_comparisons.ORDER}
+
+
+class ShownRepeatOut(serializers.Serializer[Any]):
+    """The repeat shown of a case (its last failing one, else its last): its number, its
+    thread and whether it passed (null: not said), and whether that thread could be read."""
+
+    repeat = serializers.IntegerField(source="number")
+    thread = serializers.IntegerField(allow_null=True)
+    passed = serializers.BooleanField(allow_null=True)
+    readable = serializers.BooleanField()
+
+
+class TurnTextsOut(serializers.Serializer[Any]):
+    """One run's side of a turn: what was sent and the reply, as its thread holds them (null:
+    not there, or not readable), the turn's state and whether it passed (null: not said)."""
+
+    sent = serializers.CharField(allow_null=True)
+    reply = serializers.CharField(allow_null=True)
+    state = serializers.CharField(allow_null=True)
+    passed = serializers.BooleanField(allow_null=True)
+
+
+class ComparedTurnOut(serializers.Serializer[Any]):
+    """A turn by number, each run's side (null: its repeat had no such turn)."""
+
+    turn = serializers.IntegerField()
+    now = TurnTextsOut(allow_null=True)
+    other = TurnTextsOut(allow_null=True)

@@ -17,6 +17,8 @@ re-exported here (`actions.send_to_thread`):
 - `versions`: versions and branches of an owner's conversation (R24).
 - `tasks`: tasks (R15), decisions (R19) and system notices (R17).
 - `suite_runs`: the tester's stored test runs (R22's `suite_run.*`), used as a module.
+- `suite_comparisons`: two stored test runs compared, and a case's replies side by side
+  (read as `suite_run.read`), used as a module.
 - `tester_purge`: old tester data deleted under purge permits, used as a module.
 """
 

@@ -129,6 +129,17 @@ def access_suite_run(actor: Actor, *, run_id: object, lock: bool = False) -> Sui
     return run
 
 
+def counted_suite_run(actor: Actor, *, run_id: object) -> SuiteRun:
+    """A run of the actor's business with its counts (`with_counts`), by id, or `not-found`
+    as `access_suite_run` answers."""
+    run = with_counts(
+        SuiteRun.objects.filter(pk=suite_fields.clean_run_id(run_id), business_id=actor.business_id)
+    ).first()
+    if run is None:
+        raise Refusal(refusals.NOT_FOUND, "No such suite run.")
+    return run
+
+
 @dataclass(frozen=True)
 class Selection:
     """What a run selected: its suites, the instances its cases were planned on, its `-k`."""
@@ -411,11 +422,7 @@ def read_suite_run(
     size = fields.clean_limit(limit)
     cursor = fields.clean_cursor(after, what="after")
     halt_silent_runs(actor.business_id)
-    run = with_counts(
-        SuiteRun.objects.filter(pk=suite_fields.clean_run_id(run_id), business_id=actor.business_id)
-    ).first()
-    if run is None:
-        raise Refusal(refusals.NOT_FOUND, "No such suite run.")
+    run = counted_suite_run(actor, run_id=run_id)
     cases = SuiteCase.objects.filter(run=run).order_by("pk")
     if cursor is not None:
         cases = cases.filter(pk__gt=cursor)

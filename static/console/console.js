@@ -14,6 +14,8 @@
 //   trail.js       the live trail
 //   inbox.js       unread marks, previews, rename and archive
 //   runs.js        test runs: the stored history of conversation-test runs (the tester's only)
+//   comparison.js  a test run compared with its baseline or an earlier run, replies side by side
+//   runtext.js     how the test runs' parts are written (tallies, p-values, texts, thread links)
 //   place.js       the address and history
 //   follow.js      the thread follows its newest line; "New messages ↓" when scrolled up
 //   stopped.js     a stopped reply's partial text, kept in the thread
@@ -24,6 +26,7 @@
 //   details.js     a reply's details (model, tokens, timing) and the thread's token total
 
 import { write } from "./api.js";
+import { wireComparison } from "./comparison.js";
 import { checkConnection, onReconnect, onSignedOut } from "./connection.js";
 import { exportThread } from "./export.js";
 import { rename, startRename, toggleArchive, togglePin } from "./inbox.js";
@@ -280,6 +283,7 @@ function wire() {
   if (hasTestRuns) {
     $("runs-older").addEventListener("click", loadOlderRuns);
     $("test-run-more").addEventListener("click", loadMoreCases);
+    wireComparison();
     $("runs-back").addEventListener("click", backToList);
     // The link to the place already shown changes no address: it shows the runs afresh.
     $("runs-link").addEventListener("click", () => {

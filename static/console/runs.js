@@ -4,15 +4,18 @@
 // last shown while the answer says `more`) with their verdicts, k/N and its 95% interval,
 // change against the baseline (with its p-value, or "within noise"), failures,
 // threads and, when the stored record has them, each turn's steps (the tool calls the assistant
-// made answering it). The human listener has none of these routes; its page has no such view and never
+// made answering it); above them, the run compared with its baseline or an earlier run
+// (comparison.js). The human listener has none of these routes; its page has no such view and never
 // asks for them (`hasTestRuns`).
 //
 // Everything a run or a case carries is shown as text (`textContent`): names, expected and
 // actual are what a runner or a model wrote, never markup for this page.
 
 import { get, query } from "./api.js";
+import { clearComparison, showComparison } from "./comparison.js";
 import { checkConnection, onReconnect } from "./connection.js";
 import { $, element, say, timeOf } from "./page.js";
+import { evidenceText, plural, spaced, textBlock, threadLink } from "./runtext.js";
 
 const PAGE_SIZE = 50;
 // A run's cases asked for at once; the server may answer fewer, to keep its answer near 1 MB.
@@ -38,15 +41,6 @@ function failedToLoad(node, error) {
     failed = true;
     checkConnection();
   }
-}
-
-const plural = (count, one, many = `${one}s`) => `${count} ${count === 1 ? one : many}`;
-
-// Spans laid out apart still read as one word unless text parts them: a space between each,
-// which the layout (flex, grid) ignores and a screen reader (and a link's name) keeps.
-function spaced(parent, parts) {
-  parts.forEach((part, index) => parent.append(...(index ? [" ", part] : [part])));
-  return parent;
 }
 
 // "3 pass 1 fail regressed 1": the verdicts a run holds, each in its colour, and its
@@ -135,22 +129,6 @@ export async function loadOlderRuns() {
 }
 
 // --- one run ---------------------------------------------------------------------------------
-
-// A thread of a case: a link the Console follows to the thread in its own project, archived
-// or not (the runner archives the threads of passed repeats).
-function threadLink(id) {
-  const link = element("a", "case-thread", `thread ${id}`);
-  link.href = `#thread=${id}`;
-  return link;
-}
-
-// A block of text as sent: kept whole and scrollable, reachable by keyboard to scroll it.
-function textBlock(className, value) {
-  const block = element("pre", className, value);
-  block.dir = "auto";
-  block.tabIndex = 0;
-  return block;
-}
 
 function failureItem(failure) {
   const item = element("li", "failure");
@@ -243,8 +221,6 @@ function stepsOf(turns) {
   return disclosure;
 }
 
-// A p-value as the runner prints it: two significant digits.
-const pText = (value) => String(Number(value.toPrecision(2)));
 const percent = (value) => `${Math.round(value * 100)}%`;
 
 // "95% interval 21–94%", with pass^k in its title, when the record has statistics.
@@ -261,12 +237,15 @@ function intervalOf(found) {
 // What the change rests on: "p = 0.014 against 4/4", "within noise (p = 0.2 against 2/3)";
 // null when there is nothing to add (new, changed, the same rate).
 function evidenceOf(found) {
-  if (found.p_value === null || found.baseline_runs === null) return null;
-  const evidence = `p = ${pText(found.p_value)} against ${found.baseline_passed_runs}/${found.baseline_runs}`;
-  if (found.change === "regressed" || found.change === "fixed") return element("span", "change-evidence", evidence);
-  const moved = found.baseline_passed_runs * found.runs !== found.passed_runs * found.baseline_runs;
-  if (found.change === "same" && moved) return element("span", "change-evidence", `within noise (${evidence})`);
-  return null;
+  if (found.baseline_runs === null) return null;
+  const text = evidenceText({
+    change: found.change,
+    pValue: found.p_value,
+    before: { passed: found.baseline_passed_runs, runs: found.baseline_runs },
+    now: { passed: found.passed_runs, runs: found.runs },
+    against: ` against ${found.baseline_passed_runs}/${found.baseline_runs}`,
+  });
+  return text === null ? null : element("span", "change-evidence", text);
 }
 
 function caseItem(found, compared) {
@@ -336,6 +315,7 @@ function showRun(run, cases, more) {
   }
   if (run.keyword) facts.append(" · cases matching “", element("span", "test-run-keyword", run.keyword), "”");
   $("test-run-counts").replaceChildren(counts(run));
+  showComparison(run);
   showCases(run, cases, more);
   say($("test-run-state"), cases.length ? "" : "No cases recorded in this run.");
 }
@@ -378,6 +358,7 @@ export async function loadMoreCases() {
 // or one ended, since it was last shown.
 export function showRuns(runId) {
   generation += 1;
+  clearComparison();
   shown = { runId };
   failed = false;
   $("runs-link").setAttribute("aria-current", "page");
@@ -388,6 +369,7 @@ export function showRuns(runId) {
 
 export function hideRuns() {
   generation += 1;
+  clearComparison();
   shown = null;
   $("runs-link").removeAttribute("aria-current");
 }

@@ -9,7 +9,7 @@ import pytest
 
 from broker import actions, policy, refusals, selectors, steps
 from broker.access import COUNTS_AS, VERBS
-from broker.actions import suite_runs
+from broker.actions import suite_comparisons, suite_runs
 from broker.actors import Actor, ActorKind
 from broker.models import Business, Message, Thread, ThreadOpen, TrailRow, Via
 from broker.refusals import Refusal
@@ -182,6 +182,12 @@ COUNTED_CALLS: dict[str, Callable[[Actor], Any]] = {
     "thread.read": lambda actor: selectors.read_thread(actor, thread_id=1),
     "thread.mark_read": lambda actor: actions.mark_read(actor, thread_id=1, up_to=1),
     "thread.carried": lambda actor: selectors.carried_messages(actor, thread_id=1),
+    "suite_run.compare": lambda actor: suite_comparisons.compare_suite_runs(
+        actor, run_id=1, other_id=2
+    ),
+    "suite_run.compare_case": lambda actor: suite_comparisons.compare_suite_case(
+        actor, run_id=1, other_id=2, case_id=1
+    ),
 }
 
 
@@ -193,6 +199,8 @@ def test_each_verb_counted_as_another_counts_as_a_tester_verb() -> None:
         "thread.read": "thread.messages",
         "thread.mark_read": "thread.open",
         "thread.carried": "thread.messages",
+        "suite_run.compare": "suite_run.read",
+        "suite_run.compare_case": "suite_run.read",
     }
     assert set(COUNTED_CALLS) == set(COUNTS_AS)
     for name, counted_as in COUNTS_AS.items():

@@ -18,7 +18,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from broker import actions, refusals, suite_fields
-from broker.actions import suite_runs
+from broker.actions import suite_comparisons, suite_runs
 from broker.actions.suite_runs import CaseResult, Compared
 from broker.actors import Actor
 from broker.models import (
@@ -890,6 +890,12 @@ SUITE_RUN_VERBS: dict[str, Callable[[Actor, int], Any]] = {
     "suite_run.end": lambda actor, run: suite_runs.end_suite_run(actor, run_id=run),
     "suite_run.list": lambda actor, run: suite_runs.list_suite_runs(actor),
     "suite_run.read": lambda actor, run: suite_runs.read_suite_run(actor, run_id=run),
+    "suite_run.compare": lambda actor, run: suite_comparisons.compare_suite_runs(
+        actor, run_id=run, other_id=run
+    ),
+    "suite_run.compare_case": lambda actor, run: suite_comparisons.compare_suite_case(
+        actor, run_id=run, other_id=run, case_id=1
+    ),
 }
 
 

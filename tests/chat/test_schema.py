@@ -110,6 +110,8 @@ def test_schemas_name_each_listeners_routes() -> None:
         "/api/suite-runs/{run_id}",
         "/api/suite-runs/{run_id}/cases",
         "/api/suite-runs/{run_id}/end",
+        "/api/suite-runs/{run_id}/comparison/{other_id}",
+        "/api/suite-runs/{run_id}/comparison/{other_id}/cases/{case_id}",
     }
     assert set(HUMAN_SCHEMA["paths"]) == shared | {
         "/api/auth/login",

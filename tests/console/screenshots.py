@@ -18,7 +18,7 @@ from tests.console.assistant import MODEL_NAME, assistant_settings
 from tests.console.browser import LAUNCH_ARGS, require_chromium
 from tests.console.pages import create_project, create_thread, send, sign_in_admin
 from tests.console.server import PASSWORD, ROOT, LiveServer, serving
-from tests.console.suite_runs import store_history
+from tests.console.suite_runs import store_compared, store_history
 from tests.support.console_pages import TIMEOUT_MS, sign_in
 from tests.support.model_servers import FakeModel, serve_fake_model
 
@@ -132,10 +132,12 @@ class Shooter:
         self.trail_views(size)
 
     def test_runs(self, size: str) -> None:
-        """The tester's test runs, light and dark: the list, and a run compared with the one
-        before it (a regression, a fix, a new case, a failure)."""
+        """The tester's test runs, light and dark: the list, a run compared with the one before
+        it (a regression, a fix, a new case, a failure), and a run's comparison with its
+        baseline, a regressed case's replies side by side (stacked on a phone)."""
         api = LiveApi(self.server.tester_url)
         history = store_history(api)
+        compared = store_compared(api, self.model)
         api.close()
         for dark in (False, True):
             suffix = "-dark" if dark else ""
@@ -147,6 +149,12 @@ class Shooter:
             run.click()
             expect(page.locator(".case")).to_have_count(3)
             self.shoot(page, f"test-run{suffix}", size)
+            page.goto(f"{self.server.tester_url}/#run={compared.second['id']}")
+            regressed = page.locator("#compared-cases .compared").first
+            regressed.get_by_text("Replies side by side").click()
+            expect(regressed.locator(".reply-side")).to_have_count(2)
+            regressed.scroll_into_view_if_needed()
+            self.shoot(page, f"test-run-comparison{suffix}", size)
             page.context.close()
 
     def versions(self, size: str) -> None:

@@ -3,6 +3,7 @@ listener as `manage.py testassistant` writes them: start, one record per case, e
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -135,3 +136,114 @@ def store_history(api: LiveApi) -> History:
         compare=first["id"],
     )
     return History(suite, project, passed, failed, first, second)
+
+
+# --- two runs whose replies a reviewer compares ----------------------------------------------
+
+# What came in the regressed case's failing repeat: markup the Console must show as text.
+HOSTILE_REPLY = "Goodbye <img src=x onerror=alert(1)> and a word far too long to fit: " + "x" * 300
+REPLY_WAIT_SECONDS = 20.0
+
+
+def answered_turn(
+    api: LiveApi, model: Any, thread: int, sent: str, reply: str, *, passed: bool = True
+) -> dict[str, Any]:
+    """`sent` in `thread`, answered `reply` by the assistant (the fake model server `model`
+    says it), waited for; the turn as a repeat's stored record names it."""
+    model.content = reply
+    turn = api.send(thread, sent)
+    deadline = time.monotonic() + REPLY_WAIT_SECONDS
+    while True:
+        messages = api.get(f"/api/chat/threads/{thread}/messages?after={turn - 1}")["messages"]
+        found = [m for m in messages if m["class"] == "RESULT" and m["in_reply_to"] == turn]
+        if found:
+            break
+        assert time.monotonic() < deadline, f"no reply to turn {turn}"
+        time.sleep(0.1)
+    return {
+        "turn": 1,
+        "id": turn,
+        "reply_id": found[0]["id"],
+        "state": "answered",
+        "passed": passed,
+    }
+
+
+def with_repeat(
+    record: dict[str, Any], thread: dict[str, Any], turns: list[dict[str, Any]], *, passed: bool
+) -> dict[str, Any]:
+    """The record with one repeat kept, in `thread`, made of `turns`."""
+    repeat = {"repeat": 1, "thread": thread["id"], "passed": passed, "turns": turns}
+    return {**record, "repeats": [repeat]}
+
+
+@dataclass(frozen=True)
+class Compared:
+    """A baseline and a run compared with it, in a project of their own: `greets` regressed
+    (10/10 → 2/10, its replies "Hello!…" then `HOSTILE_REPLY`), `refuses` fixed (0/5 → 5/5),
+    `thanks` the same."""
+
+    suite: str
+    first: dict[str, Any]
+    second: dict[str, Any]
+    old_greeting: str
+
+
+def store_compared(api: LiveApi, model: Any) -> Compared:
+    suite = unique("compared")
+    project = api.create_project(unique("qa"))
+    threads = {name: runner_thread(api, project, unique(name)) for name in ("a", "b", "c", "d")}
+    old_greeting = "Hello! How can I help you today?"
+    greeted = answered_turn(api, model, threads["a"]["id"], "hello", old_greeting)
+    refused = answered_turn(api, model, threads["b"]["id"], "make a task", "Created", passed=False)
+    regressed = answered_turn(api, model, threads["c"]["id"], "hello", HOSTILE_REPLY, passed=False)
+    fixed = answered_turn(api, model, threads["d"]["id"], "make a task", "No task: I may not.")
+    failed = failure(expected='contains "Hello"', actual=HOSTILE_REPLY)
+    first = store_run(
+        api,
+        [suite],
+        [
+            with_repeat(
+                case(suite, "greets", threads["a"], passed=10, runs=10),
+                threads["a"],
+                [greeted],
+                passed=True,
+            ),
+            with_repeat(
+                case(suite, "refuses", threads["b"], verdict="fail", passed=0, runs=5),
+                threads["b"],
+                [refused],
+                passed=False,
+            ),
+            case(suite, "thanks", threads["a"]),
+        ],
+    )
+    second = store_run(
+        api,
+        [suite],
+        [
+            with_repeat(
+                case(
+                    suite,
+                    "greets",
+                    threads["c"],
+                    verdict="fail",
+                    passed=2,
+                    runs=10,
+                    failures=[failed],
+                ),
+                threads["c"],
+                [regressed],
+                passed=False,
+            ),
+            with_repeat(
+                case(suite, "refuses", threads["d"], passed=5, runs=5),
+                threads["d"],
+                [fixed],
+                passed=True,
+            ),
+            case(suite, "thanks", threads["a"]),
+        ],
+        compare=first["id"],
+    )
+    return Compared(suite, first, second, old_greeting)

@@ -100,7 +100,8 @@ def test_axe_test_runs_have_no_serious_violations(
     open_console: OpenConsole, tester_api: LiveApi, viewport: dict[str, int], dark: bool
 ) -> None:
     """The tester Console's test runs: the list; a run compared with a baseline (regressed,
-    fixed, new); a run with failures and thread links on screen, a further failure opened."""
+    fixed, new), its comparison shown and a regressed case's replies opened; a run with
+    failures and thread links on screen, a further failure opened."""
     history = store_history(tester_api)
     page = open_console("tester", viewport=viewport, dark=dark)
     page.get_by_role("link", name="Test runs").click()
@@ -108,7 +109,10 @@ def test_axe_test_runs_have_no_serious_violations(
     expect(run).to_be_visible()
     found = {"runs": violations(page)}
     run.click()
-    expect(page.locator(".change")).to_have_count(3)
+    expect(page.locator(".case .change")).to_have_count(3)
+    expect(page.locator("#compared-cases .compared")).to_have_count(3)
+    page.locator("#compared-cases .compared").first.get_by_text("Replies side by side").click()
+    expect(page.locator(".reply-repeat")).to_have_count(2)
     found["compared run"] = violations(page)
     page.get_by_role("link", name=f"run {history.first['id']}", exact=True).click()
     page.get_by_text("1 more failure").click()

@@ -144,6 +144,8 @@ def test_suite_run_routes_answer_their_shapes_on_the_tester_listener(
         ("GET", "/api/suite-runs/{run}"),
         ("POST", "/api/suite-runs/{run}/cases"),
         ("POST", "/api/suite-runs/{run}/end"),
+        ("GET", "/api/suite-runs/{run}/comparison/{run}"),
+        ("GET", "/api/suite-runs/{run}/comparison/{run}/cases/1"),
     ],
 )
 def test_suite_run_routes_are_not_found_on_the_human_listener(
