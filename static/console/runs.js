@@ -103,7 +103,7 @@ function showRunList(runs, { older = false } = {}) {
 // The command that makes a run, pointed at this listener as the page reaches it (the tester's
 // page; the human's has no test runs).
 const command = $("runs-command");
-if (command) command.textContent = `mosaic-test --url ${location.origin} examples/conversations`;
+if (command) command.textContent = `mosaic-test --url ${location.origin} examples/conversations/*.suite.toml`;
 
 async function loadRuns(mine) {
   $("runs-empty").hidden = true;

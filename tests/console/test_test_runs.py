@@ -292,7 +292,7 @@ def test_no_runs_says_what_a_run_is_and_how_to_make_one(
     expect(empty).to_contain_text("A test run is one run of conversation tests")
     origin = page.evaluate("location.origin")
     expect(empty.locator("code").first).to_have_text(
-        f"mosaic-test --url {origin} examples/conversations"
+        f"mosaic-test --url {origin} examples/conversations/*.suite.toml"
     )
     expect(empty).to_contain_text("docs/suite-file.md")
     expect(page.locator("#runs-state")).to_have_text("")
