@@ -404,7 +404,7 @@ def _report(
     if options.html:
         comparison = None
         if baseline is not None:
-            comparison = read_comparison(client, test_run.reports, baseline=baseline)
+            comparison = read_comparison(client, run_id=stored["id"], baseline=baseline)
         write_html(
             test_run,
             planned,

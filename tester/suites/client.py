@@ -34,9 +34,6 @@ REQUEST_SECONDS = 30.0
 # The longest a waiter sleeps between two reads when no frame wakes it.
 POLL_SECONDS = 1.0
 PAGE = 500
-# The most pages of a stored test run's cases one read takes (`stored_cases`): the listener
-# ends each page near 500,000 characters, so a read holds about 20 million at most.
-STORED_PAGES_MAX = 40
 # The header a listener names itself by on its answer to a route it does not have; and the
 # name of the one that is not this client's.
 LISTENER_HEADER = "X-Mosaic-Listener"
@@ -211,16 +208,12 @@ class TesterClient:
         """The thread's messages after `after`, oldest first, every page."""
         found: list[dict[str, Any]] = []
         while True:
-            page = self.message_page(thread_id, after=after)
+            path = f"/api/chat/threads/{thread_id}/messages?after={after}&limit={PAGE}"
+            page = self.request("GET", path)[1]["messages"]
             found += page
             if len(page) < PAGE:
                 return found
             after = page[-1]["id"]
-
-    def message_page(self, thread_id: int, *, after: int) -> list[dict[str, Any]]:
-        """One page of the thread's messages after `after`, oldest first: at most PAGE."""
-        path = f"/api/chat/threads/{thread_id}/messages?after={after}&limit={PAGE}"
-        return list(self.request("GET", path)[1]["messages"])
 
     def send(self, thread_id: int, body: str) -> dict[str, Any]:
         """Send one turn, with an `Idempotency-Key` as the Console does (R21)."""
@@ -296,22 +289,21 @@ class TesterClient:
         _, answer = self.write("POST", f"/api/suite-runs/{run_id}/end", body)
         return dict(answer["run"])
 
-    def stored_cases(
-        self, run_id: int, *, pages: int = STORED_PAGES_MAX
-    ) -> tuple[list[dict[str, Any]], bool]:
-        """A stored test run's cases, oldest first, read a page at a time (SPEC §6.3), at most
-        `pages` pages; and whether that was all of them."""
-        cases: list[dict[str, Any]] = []
-        after = 0
-        for _page in range(pages):
-            path = f"/api/suite-runs/{run_id}?limit={PAGE}&after={after}"
-            _, answer = self.request("GET", path)
-            found = list(answer["cases"])
-            cases += found
-            if not answer.get("more") or not found:
-                return cases, True
-            after = int(found[-1]["id"])
-        return cases, False
+    def comparison_page(
+        self, run_id: int, other_id: int, *, same: bool, after: int | None
+    ) -> dict[str, Any]:
+        """One page of stored run `run_id` compared with run `other_id` by the listener (SPEC
+        §6.3): its counts and PAGE of its cases in the listener's order, every case but the
+        `same` ones or (`same`) those alone, after compared case `after` (None: the first)."""
+        query = f"limit={PAGE}" + ("&same=true" if same else "")
+        query += "" if after is None else f"&after={after}"
+        return self.request("GET", f"/api/suite-runs/{run_id}/comparison/{other_id}?{query}")[1]
+
+    def compared_case(self, run_id: int, other_id: int, case_id: int) -> dict[str, Any]:
+        """Case `case_id` of stored run `run_id` beside run `other_id`'s same case: each run's
+        shown repeat and the first page of their turns, what was sent and each reply."""
+        path = f"/api/suite-runs/{run_id}/comparison/{other_id}/cases/{case_id}?limit={PAGE}"
+        return self.request("GET", path)[1]
 
     # --- the thread's socket ---
 

@@ -24,9 +24,11 @@ def planned_instances(planned: Sequence[Plan]) -> list[str]:
 
 
 def record(client: TesterClient, run_id: int, report: CaseReport) -> None:
-    """Store one case of the run, and give `report` the listener's comparison of it: its
-    change, the p-value that rests on, and the baseline's `k/N`. A refusal is raised."""
+    """Store one case of the run, and give `report` its stored id (what the listener's
+    comparison of the run names it by) and the listener's comparison of it: its change, the
+    p-value that rests on, and the baseline's `k/N`. A refusal is raised."""
     kept = client.record_case(run_id, reports.stored_record(report))
+    report.case_id = kept["id"]
     report.change = kept["change"]
     report.p_value = kept.get("p_value")
     if kept.get("baseline_runs") is not None:

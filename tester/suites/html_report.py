@@ -10,8 +10,9 @@ never rendered, its lines kept and a line too long for the page wrapped anywhere
 a reply of one 120,000-character line is as wide as the window). Threads link to the tester
 Console, which is only followed when clicked.
 
-A compared test run's page opens with the comparison (`comparison_html`): the cases by change,
-regressions first, each changed case's replies beside the baseline's.
+A compared test run's page opens with the listener's comparison of it with its baseline
+(`comparison`, drawn by `comparison_html`): the cases by change, regressions first, each changed
+case's replies beside the baseline's.
 """
 
 from __future__ import annotations
@@ -127,9 +128,19 @@ def page(
         parts.append(f'<p class="miss">{escape(stop)}</p>')
     anchors = {id(report): f"case-{index}" for index, report in enumerate(test_run.reports)}
     if comparison is not None:
+        stored = {r.case_id: anchors[id(r)] for r in test_run.reports if r.case_id is not None}
+        not_stored = [
+            name_of(report, with_instance=several)
+            for report in test_run.reports
+            if report.case_id is None
+        ]
         parts.append(
             comparison_section(
-                comparison, several=several, anchors=anchors, console_url=console_url
+                comparison,
+                several=several,
+                anchors=stored,
+                console_url=console_url,
+                not_stored=not_stored,
             )
         )
     matrix = instance_matrix(test_run.reports)

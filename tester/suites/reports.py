@@ -92,8 +92,12 @@ def within_noise(report: CaseReport) -> bool:
     """The case is `same` though its pass rate moved: the move is not significant."""
     if report.change != "same" or report.baseline_tally is None:
         return False
-    passed, repeats = report.baseline_tally
-    return Fraction(passed, repeats) != Fraction(report.passed_repeats, report.repeat_count)
+    return rate_moved(report.baseline_tally, (report.passed_repeats, report.repeat_count))
+
+
+def rate_moved(before: tuple[int, int], now: tuple[int, int]) -> bool:
+    """Two `k/N` tallies are different pass rates (2/4 and 1/2 are one rate)."""
+    return Fraction(*before) != Fraction(*now)
 
 
 def p_value_text(p_value: float) -> str:

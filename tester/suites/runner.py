@@ -155,9 +155,9 @@ class Plan:
 
 @dataclass
 class CaseReport:
-    """A case on one instance: every repeat, the verdict over them, and (once stored) how it
-    compares with the baseline test run: its change, the p-value it rests on, and the
-    baseline's `k/N`."""
+    """A case on one instance: every repeat, the verdict over them, and (once stored) its
+    stored case's id and how it compares with the baseline test run: its change, the p-value
+    it rests on, and the baseline's `k/N`."""
 
     plan: Plan
     repeats: list[Repeat]
@@ -165,6 +165,7 @@ class CaseReport:
     change: str | None = None
     p_value: float | None = None
     baseline_tally: tuple[int, int] | None = None
+    case_id: int | None = None
 
     @property
     def instance(self) -> str:

@@ -2,9 +2,10 @@
 real `manage.py serve` whose instance asks a scripted model, once as it was and once after a
 change that breaks one case, fixes another and makes a third, hostile in name and reply, fail.
 
-The HTML page compares the two test runs case by case, regressions first, each regression's
-failing repeat beside the baseline's repeat, turn by turn; the baseline's replies come from its
-threads through the tester listener, archived ones included. The Markdown summary, read back as
+The HTML page draws the listener's comparison of the two stored test runs case by case,
+regressions first, each regression's failing repeat beside the baseline's repeat, turn by turn;
+both runs' replies come from their threads through the tester listener's comparison of each case,
+archived threads included. The Markdown summary, read back as
 a renderer reads it, counts verdicts and changes, names each regression with its p-value and
 `k/N` before and after, tells the cost as unknown where it is, and gives the command that ran
 it; the hostile case breaks no table and makes no link or image.
@@ -13,9 +14,11 @@ it; the hostile case breaks no table and makes no link or image.
 from __future__ import annotations
 
 import io
+import re
 import shlex
 from collections.abc import Iterator
 from contextlib import redirect_stdout
+from html import escape
 from typing import Any
 
 import pytest
@@ -139,6 +142,13 @@ def test_html_compares_the_runs_case_by_case_regressions_first(compared: dict[st
     assert hostile.texts["now"][-1] == HOSTILE_REPLY
     assert weather.texts["before"][-1] == "Rain." and weather.texts["now"][-1] == "Sunny."
     assert f"run {baseline}, repeat 4: passed · " in page
+    # Each case links to its own section below, found by the id its stored record was given.
+    links = re.findall(r'<a href="#(case-\d+)"><span class="name">([^<]*)</span></a>', page)
+    assert [name for _, name in links] == [escape(case.name) for case in found.cases]
+    for anchor, name in links:
+        assert re.search(
+            f'<section class="case" id="{anchor}"><h2>[^\n]*{re.escape(name)}</h2>', page
+        )
     assert "4/4 pass → 0/4 fail · p = 0.014" in page and "0/4 fail → 4/4 pass · p = 0.014" in page
     assert not {"script", "img"} & set(found.tags)
 
