@@ -13,7 +13,7 @@ from broker.models import Business
 from tests.support.businesses import make_business
 from tests.support.model_servers import LiteLLMPeer, litellm_peer
 
-pytest_plugins = ["tests.support.listener_fixtures", "pytester"]
+pytest_plugins = ["tests.support.listener_fixtures", "tests.support.page_variants", "pytester"]
 
 
 @pytest.fixture(scope="session", autouse=True)
