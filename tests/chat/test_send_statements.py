@@ -1,0 +1,58 @@
+"""What one send costs the database: the statements of POST …/messages, pinned on each backend.
+
+A send is the product's hottest write (the benchmarks' P1), and on PostgreSQL each statement is a
+round trip. The counts are pinned so that a change which adds one fails here and says which
+statements a send now makes; a change that saves one updates the pin. Counted in a transactional
+test, so the statements are those a server runs (no test savepoints), over the whole request:
+the session's user, the thread and its access, the writes, the trail.
+"""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from tests.support.listeners import ListenerClient
+
+# Statements per send, by database vendor, as the benchmark sends (no key): the session, its
+# user and the user's business (L6); BEGIN; the thread read under its lock (on PostgreSQL the
+# advisory lock rides on that read); the event, the message, the trail row and the thread's
+# `active_at`; COMMIT.
+SEND_STATEMENTS = {"sqlite": 10, "postgresql": 10}
+# As the Console sends, with an Idempotency-Key (R21): the key's row is inserted first and its
+# answer written last, and each of the two steps runs in a savepoint of its own.
+KEYED_SEND_STATEMENTS = {"sqlite": 16, "postgresql": 16}
+
+
+def statements_of_a_send(client: ListenerClient, thread_id: int, **headers: str) -> list[str]:
+    path = f"/api/chat/threads/{thread_id}/messages"
+    # The thread's first turn is not the steady state: warm it with one.
+    assert client.post(path, {"body": "first"}, headers=dict(headers)).status_code == 201
+    keyed = {name: f"{value}-2" for name, value in headers.items()}
+    with CaptureQueriesContext(connection) as sent:
+        answer = client.post(path, {"body": "counted"}, headers=keyed)
+    assert answer.status_code == 201, answer.text
+    return [query["sql"] for query in sent.captured_queries]
+
+
+def listed(statements: list[str]) -> str:
+    return "\n".join(f"{n}. {sql[:300]}" for n, sql in enumerate(statements, 1))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_send_makes_the_pinned_number_of_statements(
+    human_client: ListenerClient, human_thread_id: int
+) -> None:
+    statements = statements_of_a_send(human_client, human_thread_id)
+    assert len(statements) == SEND_STATEMENTS[connection.vendor], listed(statements)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_send_with_an_idempotency_key_makes_the_pinned_number_of_statements(
+    human_client: ListenerClient, human_thread_id: int
+) -> None:
+    statements = statements_of_a_send(
+        human_client, human_thread_id, **{"Idempotency-Key": "statements"}
+    )
+    assert len(statements) == KEYED_SEND_STATEMENTS[connection.vendor], listed(statements)
