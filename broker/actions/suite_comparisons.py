@@ -36,13 +36,15 @@ from broker.significance import Tally
 # A case of the other run that this run does not have: the opposite of `new`.
 MISSING = "missing"
 # The order a reviewer reads a comparison in: what got worse first, what did not move last.
+# Plain strings, not the enum's members: the schema is also served as YAML, which cannot write
+# an enum.
 ORDER: tuple[str, ...] = (
-    SuiteChange.REGRESSED,
-    SuiteChange.FIXED,
-    SuiteChange.CHANGED,
-    SuiteChange.NEW,
+    SuiteChange.REGRESSED.value,
+    SuiteChange.FIXED.value,
+    SuiteChange.CHANGED.value,
+    SuiteChange.NEW.value,
     MISSING,
-    SuiteChange.SAME,
+    SuiteChange.SAME.value,
 )
 _RANK = {change: rank for rank, change in enumerate(ORDER)}
 # The columns a comparison reads of a case: never its failures or repeats.
