@@ -29,9 +29,10 @@ from . import DEFAULT_PORT, reports
 from .client import ListenerError, TesterClient
 from .comparison import read_comparison
 from .costs import PRICE_MAX, instance_prices
-from .files import REPEAT_MAX, Suite, SuiteFileRefused, load_suites
+from .files import REPEAT_MAX, Suite, load_suites
 from .history import halt, planned_instances, record
 from .html_report import write_html
+from .key_reader import SuiteFileRefused
 from .markdown_report import summary as markdown_summary
 from .runner import ERROR, FAIL, CaseReport, Plan, TestRun, plans, run_plans
 from .statistics import DEFAULT_ALPHA

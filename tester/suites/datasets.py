@@ -37,7 +37,7 @@ _DIGEST = 6
 
 # A row: each column's name and value, in the columns' order.
 Row = tuple[tuple[str, str], ...]
-# Where in the case, as `files.KeyPath` is.
+# Where in the case, as `key_lines.KeyPath` is.
 Where = tuple[str | int, ...]
 
 

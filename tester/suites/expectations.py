@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from .client import Outcome, Reply, describe_no_reply
 from .costs import Price, Spend, money, turn_cost
-from .files import ConversationExpect, Expect
+from .expectation_keys import ConversationExpect, Expect
 from .isolation import ThreadsHeard
 from .judge import Judge, JudgeError, Transcript, Verdict, Vote, quoted
 from .matchers import Failure, json_failure, text_failure

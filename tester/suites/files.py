@@ -4,13 +4,14 @@ A file is read and checked whole before anything is sent, and every file before 
 each problem is told with its file, line and reason (`SuiteFileRefused`), every problem found
 at once (`SuiteFilesRefused`): each of the file's keys and tables is checked apart, so one
 mistake hides no other, but a turn or an expectation stops at its first. The format is in
-docs/suite-file.md. `tomllib` keeps no positions, so the line of a key is found by reading the
-text (`line_of`).
+docs/suite-file.md. This module reads the suite, its cases (one per row of a dataset,
+`datasets`), their turns and simulated users; a turn's `expect` and a case's
+`expect_conversation` are read by `expectation_keys`, the `[judge]` and `[pricing]` tables by
+`judge_and_pricing_tables`, and a key's line is found by `key_lines`.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import tomllib
@@ -18,42 +19,33 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeGuard, TypeVar
-
-import jsonschema
+from typing import Any, TypeVar
 
 from . import datasets
-from .costs import PRICE_MAX, Price
-from .judge import BASE_URL_VARIABLE, MODEL_VARIABLE, JudgeConfig
-from .steps import OUTCOMES
+from .costs import Price
+from .expectation_keys import (
+    DEFAULT_WITHIN,
+    WITHIN_MAX,
+    ConversationExpect,
+    Expect,
+    ExpectationReader,
+)
+from .judge import JudgeConfig
+from .judge_and_pricing_tables import NO_JUDGE, JudgeAndPricingReader
+from .key_lines import KeyPath, line_of
+from .key_reader import SuiteFileRefused, SuiteFilesRefused, is_int, is_number, is_text
 
 SUITE_SUFFIX = ".suite.toml"
-DEFAULT_WITHIN = 30.0
-# The longest wait a turn may ask for: an hour is already far beyond any reply.
-WITHIN_MAX = 3600.0
 # Suite and case names go into thread names (`<suite> · <case> · <UTC time>`), which the
 # listener takes up to 200 characters by default.
 NAME_MAX = 80
 PROJECT_MAX = 200
 REPEAT_MAX = 100
-VOTES_MAX = 15
 SIMULATED_TURNS_MAX = 50
-# The most steps `max_steps` may allow: far beyond the rounds a turn may take (SPEC §7.2).
-STEPS_MAX = 1000
-# How a turn's calls are compared with `tools` (LangSmith agentevals' trajectory match modes);
-# the first is the default.
-TOOLS_ORDERS = ("subset", "superset", "unordered", "strict")
 # An instance's name: an address on the bus (docs/business-file.md).
 _INSTANCE = re.compile(r"[A-Za-z0-9_-]{1,100}")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-_VARIABLE = re.compile(r"[A-Z_][A-Z0-9_]*")
-_URL = re.compile(r"https?://[^\s/]+(/\S*)?")
 
 _SUITE_KEYS = frozenset({"name", "project", "instances", "judge", "pricing", "cases"})
-_PRICE_KEYS = frozenset({"input", "output"})
-# A model's name as a reply records it (the business file's limit on `model`).
-MODEL_MAX = 200
-_JUDGE_KEYS = frozenset({"base_url", "model", "api_key_env", "votes"})
 _CASE_KEYS = frozenset(
     {
         "name",
@@ -68,151 +60,13 @@ _CASE_KEYS = frozenset(
     }
 )
 _SIMULATE_KEYS = frozenset({"persona", "goal", "max_turns", "within"})
-_CONVERSATION_KEYS = frozenset({"judge", "max_turn_seconds", "max_cost", "only_own_threads"})
 _TURN_KEYS = frozenset({"send", "regenerate", "expect"})
-# Checked in this order (docs/suite-file.md); `within` and `reply` say how to wait.
-_TEXT_KEYS = ("contains", "not_contains", "icontains", "equals", "matches", "not_matches")
-_EXPECT_KEYS = frozenset(
-    {
-        *_TEXT_KEYS,
-        "json",
-        "json_schema",
-        "max_seconds",
-        "max_first_token_seconds",
-        "max_completion_tokens",
-        "max_cost",
-        "model",
-        "finish_reason",
-        "judge",
-        "within",
-        "reply",
-        "tools",
-        "tools_order",
-        "no_tools",
-        "max_steps",
-    }
-)
-_TOOL_CALL_KEYS = frozenset({"name", "args", "outcome"})
-# The matchers an argument of a call takes: the reply's, over the argument's text.
-_ARGUMENT_KEYS = frozenset({*_TEXT_KEYS, "json_schema"})
-_LIST_KEYS = frozenset({"contains", "not_contains", "icontains"})
-
-# A key path inside the document: table keys and array indexes, as `tomllib` gives them.
-KeyPath = tuple[str | int, ...]
-
-
-class SuiteFileRefused(Exception):
-    """A suite file that cannot run: where, and why."""
-
-    def __init__(self, file: str, line: int, reason: str) -> None:
-        super().__init__(f"{file}:{line}: {reason}")
-        self.file = file
-        self.line = line
-        self.reason = reason
-
-    @property
-    def problems(self) -> tuple[SuiteFileRefused, ...]:
-        """Every problem this refusal tells, in order: itself alone."""
-        return (self,)
-
-
-class SuiteFilesRefused(SuiteFileRefused):
-    """Every problem found in one file or more, in their files' order and each file's lines';
-    where one refusal is read, the first (its `file`, `line` and `reason`). Told as one line
-    per problem."""
-
-    def __init__(self, problems: Sequence[SuiteFileRefused]) -> None:
-        told = tuple(told for problem in problems for told in problem.problems)
-        first = told[0]
-        super().__init__(first.file, first.line, first.reason)
-        self.told = told
-
-    @property
-    def problems(self) -> tuple[SuiteFileRefused, ...]:
-        return self.told
-
-    def __str__(self) -> str:
-        return "\n".join(SuiteFileRefused.__str__(problem) for problem in self.told)
-
 
 T = TypeVar("T")
 
 
 class _CaseRefused(Exception):
     """A case whose problems are told already: the suite reads on without it."""
-
-
-@dataclass(frozen=True)
-class ArgumentExpect:
-    """What one argument of an expected call must hold: `expect`'s text matchers over the
-    argument's text (a value that is no text: its JSON), its `json_schema` over its value."""
-
-    name: str
-    expect: Expect
-    # As the file wrote it, for a failure to name: `title icontains "photographer"`.
-    shown: str
-
-
-@dataclass(frozen=True)
-class ExpectedCall:
-    """One call `tools` expects: the tool, what its named arguments hold (others are free),
-    and its outcome (None: any)."""
-
-    name: str
-    args: tuple[ArgumentExpect, ...] = ()
-    outcome: str | None = None
-
-    def __str__(self) -> str:
-        told = self.name
-        if self.args:
-            told += f"({', '.join(argument.shown for argument in self.args)})"
-        if self.outcome is not None:
-            told += f" with outcome {self.outcome}"
-        return told
-
-
-@dataclass(frozen=True)
-class Expect:
-    """What the reply to one turn must hold; `reply=False` expects none within `within`."""
-
-    contains: tuple[str, ...] = ()
-    not_contains: tuple[str, ...] = ()
-    icontains: tuple[str, ...] = ()
-    equals: str | None = None
-    matches: re.Pattern[str] | None = None
-    not_matches: re.Pattern[str] | None = None
-    json: bool = False
-    # The JSON Schema the reply's JSON must validate against (already checked as a schema).
-    json_schema: Mapping[str, Any] | None = field(default=None, hash=False, compare=False)
-    max_seconds: float | None = None
-    max_first_token_seconds: float | None = None
-    max_completion_tokens: int | None = None
-    # The most the reply may cost, at its model's price (`[pricing]`).
-    max_cost: float | None = None
-    model: str | None = None
-    finish_reason: str | None = None
-    # The rubric a judge grades the reply against.
-    judge: str | None = None
-    within: float = DEFAULT_WITHIN
-    reply: bool = True
-    # The turn's steps: the calls expected (None: not checked), compared as `tools_order`
-    # says; tools never called (`True`: no call at all); at most `max_steps` steps.
-    tools: tuple[ExpectedCall, ...] | None = None
-    tools_order: str = TOOLS_ORDERS[0]
-    no_tools: bool | tuple[str, ...] = False
-    max_steps: int | None = None
-
-
-@dataclass(frozen=True)
-class ConversationExpect:
-    """What a whole conversation must hold (`[cases.expect_conversation]`)."""
-
-    judge: str | None = None
-    max_turn_seconds: float | None = None
-    # The most the conversation's replies may cost together.
-    max_cost: float | None = None
-    # Every thread named by what the client received is the repeat's own (`isolation`).
-    only_own_threads: bool = False
 
 
 @dataclass(frozen=True)
@@ -247,7 +101,8 @@ class Case:
     repeat: int = 1
     pass_rate: float = 1.0
     simulate: Simulate | None = None
-    expect_conversation: ConversationExpect = ConversationExpect()
+    # Frozen: one default shared by every case is safe (ruff cannot tell from another module).
+    expect_conversation: ConversationExpect = ConversationExpect()  # noqa: RUF009
     # A row of the case's dataset (`vars`, `vars_file`): each column's name and value.
     vars: datasets.Row = ()
 
@@ -335,30 +190,10 @@ def load_suite(path: str | Path, environ: Mapping[str, str] = os.environ) -> Sui
     return _Reader(source, text, Path(path).parent, environ).suite(document)
 
 
-def judge_from_environment(environ: Mapping[str, str] = os.environ) -> JudgeConfig | None:
-    """The judge the `MOSAIC_JUDGE_*` variables name alone, or None when they name none."""
-    base_url = environ.get(BASE_URL_VARIABLE, "")
-    model = environ.get(MODEL_VARIABLE, "")
-    if not (base_url and model):
-        return None
-    return JudgeConfig(base_url=base_url, model=model)
-
-
-class _Reader:
+class _Reader(ExpectationReader, JudgeAndPricingReader):
     """Checks one parsed document key by key; each refusal names the key's line. The suite's
     and each case's keys and tables are checked apart (`collect`), so that every problem is
     found; a turn stops at its first."""
-
-    def __init__(self, source: str, text: str, directory: Path, environ: Mapping[str, str]) -> None:
-        self.source = source
-        self.lines = key_lines(text)
-        self.directory = directory
-        self.environ = environ
-        self.problems: list[SuiteFileRefused] = []
-
-    def refuse(self, where: KeyPath, reason: str) -> SuiteFileRefused:
-        # A key missing from the top of the file points at its first line.
-        return SuiteFileRefused(self.source, max(line_of(self.lines, where), 1), reason)
 
     def collect(self, read: Callable[[], T]) -> T | None:
         """What `read` reads, or None when it is refused: the refusal is kept, and the
@@ -424,86 +259,6 @@ class _Reader:
         ):
             raise self.refuse(("instances",), "instances must be a list of distinct instance names")
         return tuple(value)
-
-    def judge(self, table: object) -> JudgeConfig | None:
-        """The `[judge]` table, its gaps filled from the `MOSAIC_JUDGE_*` variables."""
-        where: KeyPath = ("judge",)
-        if table is None:
-            if judge_from_environment(self.environ) is None:
-                return None
-            # The variables alone name the judge: checked as a table of nothing would be.
-            table = {}
-        if not isinstance(table, dict):
-            raise self.refuse(where, "judge must be a table")
-        self.only(table, _JUDGE_KEYS, where, "[judge]")
-        base_url = table.get("base_url", self.environ.get(BASE_URL_VARIABLE, ""))
-        if not isinstance(base_url, str) or not _URL.fullmatch(base_url):
-            raise self.refuse(
-                (*where, "base_url"),
-                f"the judge needs base_url, an http:// or https:// URL (or {BASE_URL_VARIABLE})",
-            )
-        model = table.get("model", self.environ.get(MODEL_VARIABLE, ""))
-        if not isinstance(model, str) or not model.strip():
-            raise self.refuse(
-                (*where, "model"), f"the judge needs model, a text (or {MODEL_VARIABLE})"
-            )
-        api_key_env = table.get("api_key_env")
-        if api_key_env is not None:
-            if not isinstance(api_key_env, str) or not _VARIABLE.fullmatch(api_key_env):
-                raise self.refuse(
-                    (*where, "api_key_env"),
-                    "api_key_env is the NAME of the variable holding the key (A-Z, 0-9, _)",
-                )
-            if not self.environ.get(api_key_env):
-                raise self.refuse(
-                    (*where, "api_key_env"), f"api_key_env names {api_key_env}, which is not set"
-                )
-        votes = table.get("votes", 1)
-        if not _is_int(votes) or not (1 <= votes <= VOTES_MAX and votes % 2 == 1):
-            raise self.refuse(
-                (*where, "votes"), f"votes must be an odd number from 1 to {VOTES_MAX}"
-            )
-        return JudgeConfig(base_url, model, api_key_env, votes)
-
-    def pricing(self, table: object) -> dict[str, Price]:
-        """`[pricing.MODEL]`: for each model, by the name its replies record, the price of a
-        million `input` and of a million `output` tokens."""
-        where: KeyPath = ("pricing",)
-        if table is None:
-            return {}
-        if not isinstance(table, dict) or not all(isinstance(v, dict) for v in table.values()):
-            raise self.refuse(
-                where, "pricing must be a table per model: [pricing.MODEL] input = …, output = …"
-            )
-        prices = {}
-        for model, price in table.items():
-            at = (*where, model)
-            if not _is_text(model) or len(model) > MODEL_MAX:
-                raise self.refuse(
-                    at, f"a priced model's name must be 1 to {MODEL_MAX} characters, none a control"
-                )
-            self.only(price, _PRICE_KEYS, at, f"[pricing.{model}]")
-            for key in sorted(_PRICE_KEYS):
-                value = price.get(key)
-                if not _is_number(value) or not 0 <= value <= PRICE_MAX:
-                    raise self.refuse(
-                        (*at, key),
-                        f"[pricing.{model}] needs {key}, the price of a million {key} tokens: a "
-                        f"number from 0 to {PRICE_MAX:,.0f}",
-                    )
-            prices[model] = Price(float(price["input"]), float(price["output"]))
-        return prices
-
-    def max_cost(self, table: Mapping[str, Any], where: KeyPath) -> float | None:
-        """`max_cost`: the most a reply, or a conversation, may cost."""
-        value = table.get("max_cost")
-        if value is None:
-            return None
-        if not _is_number(value) or not 0 < value <= PRICE_MAX:
-            raise self.refuse(
-                where, f"max_cost must be an amount, more than 0 and at most {PRICE_MAX:,.0f}"
-            )
-        return float(value)
 
     def judge_key(self, table: Mapping[str, Any], where: KeyPath) -> KeyPath:
         """Where a case first asks for the judge, for the refusal to point at."""
@@ -624,7 +379,7 @@ class _Reader:
 
     def repeat(self, table: Mapping[str, Any], where: KeyPath) -> int:
         repeat = table.get("repeat", 1)
-        if not _is_int(repeat) or not 1 <= repeat <= REPEAT_MAX:
+        if not is_int(repeat) or not 1 <= repeat <= REPEAT_MAX:
             raise self.refuse(
                 (*where, "repeat"), f"repeat must be a whole number, 1 to {REPEAT_MAX}"
             )
@@ -632,7 +387,7 @@ class _Reader:
 
     def pass_rate(self, table: Mapping[str, Any], where: KeyPath) -> float:
         pass_rate = table.get("pass_rate", 1.0)
-        if not _is_number(pass_rate) or not 0 < pass_rate <= 1:
+        if not is_number(pass_rate) or not 0 < pass_rate <= 1:
             raise self.refuse((*where, "pass_rate"), "pass_rate must be more than 0 and at most 1")
         return float(pass_rate)
 
@@ -665,7 +420,7 @@ class _Reader:
                 raise self.refuse((*where, key), f"a simulated user needs {key}, a text")
             texts[key] = text
         max_turns = value.get("max_turns")
-        if not _is_int(max_turns) or not 1 <= max_turns <= SIMULATED_TURNS_MAX:
+        if not is_int(max_turns) or not 1 <= max_turns <= SIMULATED_TURNS_MAX:
             raise self.refuse(
                 (*where, "max_turns"),
                 f"a simulated user needs max_turns, a whole number from 1 to {SIMULATED_TURNS_MAX}",
@@ -673,23 +428,6 @@ class _Reader:
         within = self.seconds(value, (*where, "within"), WITHIN_MAX)
         return Simulate(
             texts["persona"], texts["goal"], max_turns, DEFAULT_WITHIN if within is None else within
-        )
-
-    def conversation(self, table: Mapping[str, Any], where: KeyPath) -> ConversationExpect:
-        value = table.get("expect_conversation", {})
-        if not isinstance(value, dict):
-            raise self.refuse(where, "expect_conversation must be a table")
-        self.only(value, _CONVERSATION_KEYS, where, "expect_conversation")
-        only_own_threads = value.get("only_own_threads", False)
-        if not isinstance(only_own_threads, bool):
-            raise self.refuse(
-                (*where, "only_own_threads"), "only_own_threads must be true or false"
-            )
-        return ConversationExpect(
-            judge=self.rubric(value, (*where, "judge")),
-            max_turn_seconds=self.seconds(value, (*where, "max_turn_seconds"), WITHIN_MAX),
-            max_cost=self.max_cost(value, (*where, "max_cost")),
-            only_own_threads=only_own_threads,
         )
 
     def turn(
@@ -744,216 +482,11 @@ class _Reader:
             )
         return before.send
 
-    def expect(self, table: Mapping[str, Any], where: KeyPath) -> Expect:
-        self.only(table, _EXPECT_KEYS, where, "expect")
-        within = self.seconds(table, (*where, "within"), WITHIN_MAX)
-        reply = table.get("reply", True)
-        if not isinstance(reply, bool):
-            raise self.refuse((*where, "reply"), "reply must be true or false")
-        if not reply:
-            about = sorted(set(table) - {"within", "reply"})
-            if about:
-                raise self.refuse(
-                    (*where, about[0]), f"reply = false expects no reply, so {about[0]} is refused"
-                )
-        json_wanted = table.get("json", False)
-        if not isinstance(json_wanted, bool):
-            raise self.refuse((*where, "json"), "json must be true or false")
-        tokens = table.get("max_completion_tokens")
-        if tokens is not None and (not _is_int(tokens) or tokens < 1):
-            raise self.refuse(
-                (*where, "max_completion_tokens"),
-                "max_completion_tokens must be a whole number ≥ 1",
-            )
-        return Expect(
-            contains=self.texts(table, (*where, "contains")),
-            not_contains=self.texts(table, (*where, "not_contains")),
-            icontains=self.texts(table, (*where, "icontains")),
-            equals=self.text(table, (*where, "equals"), empty=True),
-            matches=self.pattern(table, (*where, "matches")),
-            not_matches=self.pattern(table, (*where, "not_matches")),
-            json=json_wanted,
-            json_schema=self.schema(table, (*where, "json_schema")),
-            max_seconds=self.seconds(table, (*where, "max_seconds"), WITHIN_MAX),
-            max_first_token_seconds=self.seconds(
-                table, (*where, "max_first_token_seconds"), WITHIN_MAX
-            ),
-            max_completion_tokens=tokens,
-            max_cost=self.max_cost(table, (*where, "max_cost")),
-            model=self.text(table, (*where, "model")),
-            finish_reason=self.text(table, (*where, "finish_reason")),
-            judge=self.rubric(table, (*where, "judge")),
-            within=DEFAULT_WITHIN if within is None else within,
-            reply=reply,
-            **self.steps(table, where),
-        )
-
-    def steps(self, table: Mapping[str, Any], where: KeyPath) -> dict[str, Any]:
-        """`tools`, `tools_order`, `no_tools` and `max_steps`, as `Expect`'s fields."""
-        tools = self.tools(table, (*where, "tools"))
-        order = table.get("tools_order", TOOLS_ORDERS[0])
-        if order not in TOOLS_ORDERS:
-            raise self.refuse(
-                (*where, "tools_order"), f"tools_order must be one of {', '.join(TOOLS_ORDERS)}"
-            )
-        if "tools_order" in table and tools is None:
-            raise self.refuse((*where, "tools_order"), "tools_order orders tools, which is absent")
-        no_tools = table.get("no_tools", False)
-        if not (
-            isinstance(no_tools, bool)
-            or (isinstance(no_tools, list) and all(_is_text(name) for name in no_tools))
-        ):
-            raise self.refuse(
-                (*where, "no_tools"), "no_tools must be true, or a list of tools' names"
-            )
-        expected = {call.name for call in tools or ()}
-        if no_tools is True and expected:
-            raise self.refuse((*where, "no_tools"), "no_tools = true contradicts tools")
-        both = sorted(expected.intersection(no_tools if isinstance(no_tools, list) else ()))
-        if both:
-            raise self.refuse((*where, "no_tools"), f"{both[0]} is both in tools and in no_tools")
-        max_steps = table.get("max_steps")
-        if max_steps is not None and (not _is_int(max_steps) or not 0 <= max_steps <= STEPS_MAX):
-            raise self.refuse(
-                (*where, "max_steps"), f"max_steps must be a whole number, 0 to {STEPS_MAX}"
-            )
-        return {
-            "tools": tools,
-            "tools_order": order,
-            "no_tools": tuple(no_tools) if isinstance(no_tools, list) else no_tools,
-            "max_steps": max_steps,
-        }
-
-    def tools(self, table: Mapping[str, Any], where: KeyPath) -> tuple[ExpectedCall, ...] | None:
-        value = table.get("tools")
-        if value is None:
-            return None
-        if not isinstance(value, list) or not all(isinstance(entry, dict) for entry in value):
-            raise self.refuse(
-                where,
-                'tools must be a list of calls, each a table: { name = "…", args = { … }, '
-                'outcome = "…" }',
-            )
-        return tuple(self.tool_call(entry, (*where, i)) for i, entry in enumerate(value))
-
-    def tool_call(self, table: Mapping[str, Any], where: KeyPath) -> ExpectedCall:
-        self.only(table, _TOOL_CALL_KEYS, where, "a tools entry")
-        name = table.get("name")
-        if not _is_text(name):
-            raise self.refuse((*where, "name"), 'a tools entry needs name, the tool\'s name ("…")')
-        args = table.get("args", {})
-        if not isinstance(args, dict):
-            raise self.refuse(
-                (*where, "args"),
-                "args must be a table of the call's arguments, each with its matchers: "
-                '{ title = { icontains = "…" } }',
-            )
-        outcome = table.get("outcome")
-        if outcome is not None and outcome not in OUTCOMES:
-            raise self.refuse((*where, "outcome"), f"outcome must be one of {', '.join(OUTCOMES)}")
-        return ExpectedCall(
-            name=name,
-            args=tuple(self.argument(args, (*where, "args", key)) for key in args),
-            outcome=outcome,
-        )
-
-    def argument(self, args: Mapping[str, Any], where: KeyPath) -> ArgumentExpect:
-        name = str(where[-1])
-        value = args[name]
-        if not isinstance(value, dict) or not value:
-            raise self.refuse(
-                where,
-                f'argument {name!r} needs a table of matchers: {{ icontains = "…" }}; it takes '
-                f"{', '.join(sorted(_ARGUMENT_KEYS))}",
-            )
-        self.only(value, _ARGUMENT_KEYS, where, f"argument {name!r}'s matchers")
-        # An argument is one value: one text is what a contains-matcher is mostly given.
-        read = {
-            key: [given] if key in _LIST_KEYS and isinstance(given, str) else given
-            for key, given in value.items()
-        }
-        shown = ", ".join(
-            f"{name} {key} {json.dumps(given, ensure_ascii=False)}" for key, given in value.items()
-        )
-        return ArgumentExpect(name, self.expect(read, where), shown)
-
-    def seconds(self, table: Mapping[str, Any], where: KeyPath, limit: float) -> float | None:
-        key = str(where[-1])
-        value = table.get(key)
-        if value is None:
-            return None
-        if not _is_number(value) or not 0 < value <= limit:
-            raise self.refuse(where, f"{key} must be seconds, more than 0 and at most {limit:g}")
-        return float(value)
-
-    def text(self, table: Mapping[str, Any], where: KeyPath, *, empty: bool = False) -> str | None:
-        key = str(where[-1])
-        value = table.get(key)
-        if value is None:
-            return None
-        if not isinstance(value, str) or not (empty or value.strip()):
-            raise self.refuse(where, f"{key} must be a text")
-        return value
-
-    def rubric(self, table: Mapping[str, Any], where: KeyPath) -> str | None:
-        value = table.get(str(where[-1]))
-        if value is None:
-            return None
-        if not isinstance(value, str) or not value.strip():
-            raise self.refuse(where, "judge must be the rubric, a text that is not empty")
-        return value
-
-    def texts(self, table: Mapping[str, Any], where: KeyPath) -> tuple[str, ...]:
-        key = str(where[-1])
-        value = table.get(key, [])
-        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-            raise self.refuse(where, f"{key} must be a list of texts, none empty")
-        return tuple(value)
-
-    def pattern(self, table: Mapping[str, Any], where: KeyPath) -> re.Pattern[str] | None:
-        key = str(where[-1])
-        value = table.get(key)
-        if value is None:
-            return None
-        if not isinstance(value, str) or not value:
-            raise self.refuse(where, f"{key} must be a regular expression, as a text")
-        try:
-            return re.compile(value)
-        except re.error as error:
-            raise self.refuse(where, f"{key} is not a regular expression: {error}") from error
-
-    def schema(self, table: Mapping[str, Any], where: KeyPath) -> Mapping[str, Any] | None:
-        """`json_schema`: an inline table, or a JSON file's path relative to the suite file;
-        checked as a JSON Schema here, so a broken one is refused before anything is sent."""
-        value = table.get("json_schema")
-        if value is None:
-            return None
-        if isinstance(value, str):
-            path = self.directory / value
-            try:
-                value = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError) as error:
-                reason = getattr(error, "strerror", None) or str(error)
-                raise self.refuse(where, f"json_schema {path} cannot be read ({reason})") from error
-            except ValueError as error:
-                raise self.refuse(where, f"json_schema {path} is not JSON: {error}") from error
-        if not isinstance(value, dict):
-            raise self.refuse(
-                where, "json_schema must be a JSON Schema: an inline table, or a JSON file's path"
-            )
-        try:
-            jsonschema.validators.validator_for(value).check_schema(value)
-        except jsonschema.SchemaError as error:
-            raise self.refuse(
-                where, f"json_schema is not a JSON Schema: {error.message}"
-            ) from error
-        return value
-
     def name(self, table: Mapping[str, Any], where: KeyPath, what: str, limit: int) -> str:
         value = table.get(str(where[-1]))
         if not isinstance(value, str) or not value.strip():
             raise self.refuse(where, f'{what} is missing or empty ({where[-1]} = "…")')
-        if len(value) > limit or _CONTROL.search(value):
+        if len(value) > limit or not is_text(value):
             raise self.refuse(where, f"{what} must be at most {limit} characters, none a control")
         return value
 
@@ -964,115 +497,3 @@ class _Reader:
         if not isinstance(value, list) or not value or not all(isinstance(v, dict) for v in value):
             raise self.refuse(where, f"{owner} needs at least one {header} table")
         return value
-
-    def only(
-        self, table: Mapping[str, Any], known: frozenset[str], where: KeyPath, what: str
-    ) -> None:
-        """Refuses the first key of `table` not `known`; any other unknown key is told too,
-        in `problems`, when the reader collects them."""
-        unknown = [key for key in table if key not in known]
-        refusals = [
-            self.refuse(
-                (*where, key), f"unknown key {key!r} in {what}; it takes {', '.join(sorted(known))}"
-            )
-            for key in unknown
-        ]
-        if refusals:
-            self.problems += refusals[1:]
-            raise refusals[0]
-
-
-NO_JUDGE = (
-    f"this asks a judge, and none is configured: add a [judge] table, or set "
-    f"{BASE_URL_VARIABLE} and {MODEL_VARIABLE}"
-)
-
-
-def _is_text(value: object) -> TypeGuard[str]:
-    return isinstance(value, str) and bool(value.strip()) and not _CONTROL.search(value)
-
-
-def _is_int(value: object) -> TypeGuard[int]:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_number(value: object) -> TypeGuard[int | float]:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-# --- where a key is written ----------------------------------------------------------------
-
-_ARRAY_HEADER = re.compile(r"\s*\[\[\s*([^\]]+?)\s*\]\]")
-_TABLE_HEADER = re.compile(r"\s*\[\s*([^\]]+?)\s*\]")
-_KEY = re.compile(
-    r"\s*((?:[A-Za-z0-9_-]+|\"[^\"]*\"|'[^']*')(?:\s*\.\s*(?:[A-Za-z0-9_-]+|\"[^\"]*\"|'[^']*'))*)\s*="
-)
-
-
-_DOTTED_PART = re.compile(r"\s*(\"[^\"]*\"|'[^']*'|[^.]+?)\s*(?:\.|$)")
-
-
-def _dotted(text: str) -> list[str]:
-    """A dotted key's parts; a quoted part may hold dots (`pricing."gpt-4.1"`)."""
-    return [part.strip("\"'") for part in _DOTTED_PART.findall(text.strip())]
-
-
-def key_lines(text: str) -> list[tuple[KeyPath, int]]:
-    """Each table header and key of `text` with its full path and line (1-based), in order.
-
-    Array-of-tables headers count their entries, so `[[cases.turns]]` under the second
-    `[[cases]]` is `("cases", 1, "turns", N)`. Multi-line strings are not followed: a line
-    inside one that looks like a key may be listed, which only affects where a refusal points.
-    """
-    found: list[tuple[KeyPath, int]] = []
-    counts: dict[tuple[str, ...], int] = {}
-    current: KeyPath = ()
-    for number, line in enumerate(text.splitlines(), start=1):
-        header = _ARRAY_HEADER.match(line)
-        if header:
-            names = tuple(_dotted(header.group(1)))
-            counts[names] = counts.get(names, 0) + 1
-            for deeper in [key for key in counts if key[: len(names)] == names and key != names]:
-                del counts[deeper]
-            current = _positioned(names, counts)
-            found.append((current, number))
-            continue
-        header = _TABLE_HEADER.match(line)
-        if header:
-            current = _positioned(tuple(_dotted(header.group(1))), counts, last_is_array=False)
-            found.append((current, number))
-            continue
-        key = _KEY.match(line)
-        if key:
-            found.append(((*current, *_dotted(key.group(1))), number))
-    return found
-
-
-def _positioned(
-    names: tuple[str, ...], counts: Mapping[tuple[str, ...], int], *, last_is_array: bool = True
-) -> KeyPath:
-    path: list[str | int] = []
-    for end in range(1, len(names) + 1):
-        path.append(names[end - 1])
-        prefix = names[:end]
-        if prefix in counts and (last_is_array or end < len(names)):
-            path.append(counts[prefix] - 1)
-    return tuple(path)
-
-
-def line_of(lines: list[tuple[KeyPath, int]], where: KeyPath) -> int:
-    """The line that writes `where`, or the nearest enclosing key or table that is written
-    (a key of an inline table is on its table's line); 0 when nothing of it is."""
-    for depth in range(len(where), 0, -1):
-        for path, number in lines:
-            # An array of tables is written as its entries: the first stands for all.
-            if path in (where[:depth], (*where[:depth], 0)):
-                return number
-    return 0
-
-
-def expect_of(table: Mapping[str, Any], *, directory: Path | None = None) -> Expect:
-    """Keyword expectations (`reply.check(**expect)`), read as a suite file's `expect` table:
-    the same keys, the same refusals (a `SuiteFileRefused` whose `reason` says what is wrong)."""
-    reader = _Reader("reply.check", "", directory or Path.cwd(), os.environ)
-    return reader.expect(table, ("expect",))

@@ -15,7 +15,7 @@ from typing import Any
 
 import jsonschema
 
-from .files import Expect
+from .expectation_keys import Expect
 
 _FENCE = re.compile(r"```[^\n`]*\n(.*?)```", re.DOTALL)
 

@@ -24,16 +24,12 @@ from . import DEFAULT_PORT
 from .cli import alpha_level, default_url, run_id
 from .client import ConversationThread, ListenerError, Outcome, Reply, TesterClient
 from .costs import Price, instance_prices
+from .expectation_keys import expect_of
 from .expectations import check_turn
-from .files import (
-    NO_JUDGE,
-    SUITE_SUFFIX,
-    SuiteFileRefused,
-    expect_of,
-    judge_from_environment,
-    load_suite,
-)
+from .files import SUITE_SUFFIX, load_suite
 from .judge import JudgeError, turn_transcript
+from .judge_and_pricing_tables import NO_JUDGE, judge_from_environment
+from .key_reader import SuiteFileRefused
 from .pytest_history import SessionRun
 from .reports import cost_properties, miss_lines, tally
 from .runner import ERROR, FAIL, Judges, Plan, plans, run_plan

@@ -31,8 +31,9 @@ from typing import Any
 from .client import ListenerError, Outcome, TesterClient
 from .costs import Budget, Price, Spend, TurnCost, turn_cost
 from .definitions import definition_hash
+from .expectation_keys import Expect
 from .expectations import Checked, check_conversation, check_turn
-from .files import Case, Expect, Suite
+from .files import Case, Suite
 from .isolation import ThreadsHeard
 from .judge import Judge, JudgeConfig, JudgeError, Transcript, Vote, heard, turn_transcript
 from .matchers import Failure

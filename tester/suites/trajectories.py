@@ -22,7 +22,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .files import ArgumentExpect, Expect, ExpectedCall
+from .expectation_keys import ArgumentExpect, Expect, ExpectedCall
 from .matchers import Failure, schema_failure, text_failure
 from .steps import Step, describe_step, describe_steps
 

@@ -9,7 +9,8 @@ from typing import Any
 
 from tester.suites.client import ListenerError, Outcome, Reply
 from tester.suites.comparison import Comparison, read_comparison
-from tester.suites.files import Case, Expect, Suite, Turn
+from tester.suites.expectation_keys import Expect
+from tester.suites.files import Case, Suite, Turn
 from tester.suites.matchers import Failure
 from tester.suites.runner import FAIL, PASS, CaseReport, Plan, Repeat, TestRun, TurnRecord
 

@@ -10,6 +10,7 @@ import pytest
 
 from tester.suites.client import Outcome
 from tester.suites.costs import Price, Spend, TurnCost
+from tester.suites.expectation_keys import ConversationExpect, Expect
 from tester.suites.expectations import (
     Checked,
     Failure,
@@ -17,7 +18,6 @@ from tester.suites.expectations import (
     check_turn,
     first_failure,
 )
-from tester.suites.files import ConversationExpect, Expect
 from tester.suites.judge import JudgeError, Vote
 from tests.support.stand_ins import StandInJudge, answered, as_judge, unanswered
 

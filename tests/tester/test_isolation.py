@@ -13,8 +13,8 @@ from typing import Any, cast
 import pytest
 
 from tester.suites.client import ConversationThread, TesterClient
+from tester.suites.expectation_keys import ConversationExpect
 from tester.suites.expectations import Checked, check_conversation
-from tester.suites.files import ConversationExpect
 from tester.suites.isolation import ThreadsHeard, threads_named
 from tester.suites.matchers import Failure
 from tester.suites.runner import FAIL, PASS, plans, run_plans

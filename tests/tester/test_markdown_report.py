@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from tester.suites import cli
 from tester.suites.client import Outcome, Reply
-from tester.suites.files import Case, Expect, Suite, Turn
+from tester.suites.expectation_keys import Expect
+from tester.suites.files import Case, Suite, Turn
 from tester.suites.markdown_report import command, fenced, markdown_text, summary, table
 from tester.suites.matchers import Failure
 from tester.suites.runner import FAIL, PASS, CaseReport, Plan, Repeat, TestRun, TurnRecord

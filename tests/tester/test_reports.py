@@ -23,7 +23,8 @@ from broker.suite_fields import (
 from tester.suites import reports
 from tester.suites.client import Outcome, Reply
 from tester.suites.costs import Price
-from tester.suites.files import Case, Expect, Suite, Turn
+from tester.suites.expectation_keys import Expect
+from tester.suites.files import Case, Suite, Turn
 from tester.suites.html_report import page, write_html
 from tester.suites.judge import Vote
 from tester.suites.matchers import Failure

@@ -9,20 +9,12 @@ from pathlib import Path
 import pytest
 
 from tester.suites.costs import Price
-from tester.suites.files import (
-    DEFAULT_WITHIN,
-    NO_JUDGE,
-    ConversationExpect,
-    Expect,
-    Simulate,
-    SuiteFileRefused,
-    key_lines,
-    line_of,
-    load_suite,
-    load_suites,
-    suite_files,
-)
+from tester.suites.expectation_keys import DEFAULT_WITHIN, ConversationExpect, Expect
+from tester.suites.files import Simulate, load_suite, load_suites, suite_files
 from tester.suites.judge import JudgeConfig
+from tester.suites.judge_and_pricing_tables import NO_JUDGE
+from tester.suites.key_lines import key_lines, line_of
+from tester.suites.key_reader import SuiteFileRefused
 
 EXAMPLE = """\
 name = "smoke"            # suite name

@@ -11,8 +11,9 @@ import pytest
 
 from tester.suites.client import ListenerError, Outcome
 from tester.suites.costs import Price, Spend
+from tester.suites.expectation_keys import Expect
 from tester.suites.expectations import Failure
-from tester.suites.files import Case, Expect, Simulate, Suite, Turn
+from tester.suites.files import Case, Simulate, Suite, Turn
 from tester.suites.judge import ASSISTANT, USER, JudgeError, Vote
 from tester.suites.runner import (
     COST_LIMIT,

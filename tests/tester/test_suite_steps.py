@@ -13,10 +13,12 @@ import pytest
 
 from tester.suites import reports
 from tester.suites.client import ConversationThread, Outcome, Reply, TesterClient
+from tester.suites.expectation_keys import TOOLS_ORDERS, Expect, expect_of
 from tester.suites.expectations import check_turn
-from tester.suites.files import TOOLS_ORDERS, Expect, SuiteFileRefused, expect_of, load_suite
+from tester.suites.files import load_suite
 from tester.suites.html_report import page
 from tester.suites.judge import STEPS, heard, transcript_text, turn_transcript
+from tester.suites.key_reader import SuiteFileRefused
 from tester.suites.matchers import Failure
 from tester.suites.runner import PASS, CaseReport, Plan, Repeat, TestRun, TurnRecord
 from tester.suites.steps import Step, describe_step, steps_of
