@@ -690,6 +690,15 @@ class SuiteRun(models.Model):
     fail_count: int = 0
     error_count: int = 0
     regressed_count: int = 0
+    # Its cases' costs summed (None: no case recorded one), and how many recorded none, also
+    # annotated by the reads (`SuiteRun.cost`).
+    cost_turns_sum: int | None = None
+    prompt_tokens_sum: int | None = None
+    completion_tokens_sum: int | None = None
+    cost_amount_sum: float | None = None
+    turns_without_usage_sum: int | None = None
+    turns_without_price_sum: int | None = None
+    cases_without_cost: int = 0
 
     class Meta:
         constraints = [
@@ -733,6 +742,35 @@ class SuiteRun(models.Model):
         counted = {verdict: getattr(self, f"{verdict}_count") for verdict in SuiteVerdict.values}
         return {**counted, SuiteChange.REGRESSED.value: self.regressed_count}
 
+    @property
+    def cost(self) -> dict[str, int | float | None]:
+        """What its cases' replies used and cost, summed over the cases that recorded a cost
+        (a case's cost: `SuiteCase.cost_turns` and the columns beside it), and how many cases
+        recorded none. `amount` is None when no turn of any case was priced: unknown, never
+        zero; it is complete only when every count of what is unknown is 0. (PostgreSQL sums
+        bigints as decimals: each is made an int again.)"""
+        return {
+            "turns": int(self.cost_turns_sum or 0),
+            "prompt_tokens": int(self.prompt_tokens_sum or 0),
+            "completion_tokens": int(self.completion_tokens_sum or 0),
+            "amount": None if self.cost_amount_sum is None else round(self.cost_amount_sum, 10),
+            "turns_without_usage": int(self.turns_without_usage_sum or 0),
+            "turns_without_price": int(self.turns_without_price_sum or 0),
+            "cases_without_cost": self.cases_without_cost,
+        }
+
+
+# A case's cost, column by column (`SuiteCase.cost`), each summed over a run's cases by the
+# reads (`SuiteRun.cost`).
+CASE_COST_COLUMNS = (
+    "cost_turns",
+    "prompt_tokens",
+    "completion_tokens",
+    "cost_amount",
+    "turns_without_usage",
+    "turns_without_price",
+)
+
 
 class SuiteCase(models.Model):
     """One case's result in a suite run: its verdict over its repeats, how that compares with
@@ -766,6 +804,16 @@ class SuiteCase(models.Model):
     baseline_passed_runs = models.PositiveIntegerField(null=True, blank=True)
     baseline_runs = models.PositiveIntegerField(null=True, blank=True)
     p_value = models.FloatField(null=True, blank=True)
+    # What its replies used and cost, as the client counted them (`suite_fields.CaseCost`):
+    # the turns, the tokens and the amount in dollars of those whose usage (and price) is
+    # known, and how many turns had no usage or no price. All null: a record from a client
+    # before costs; `cost_amount` alone null: no turn was priced (unknown, never zero).
+    cost_turns = models.PositiveBigIntegerField(null=True, blank=True)
+    prompt_tokens = models.PositiveBigIntegerField(null=True, blank=True)
+    completion_tokens = models.PositiveBigIntegerField(null=True, blank=True)
+    cost_amount = models.FloatField(null=True, blank=True)
+    turns_without_usage = models.PositiveBigIntegerField(null=True, blank=True)
+    turns_without_price = models.PositiveBigIntegerField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -826,10 +874,51 @@ class SuiteCase(models.Model):
                 ),
                 name="suite_case_baseline_tally",
             ),
+            # The counts all together or none; the turns without usage or a price among the
+            # turns; an amount, not negative, exactly when some turn was priced. Each branch
+            # says "not null" itself: a comparison with null is unknown, which a check passes.
+            models.CheckConstraint(
+                condition=Q(**{f"{column}__isnull": True for column in CASE_COST_COLUMNS})
+                | Q(
+                    **{
+                        f"{column}__isnull": False
+                        for column in CASE_COST_COLUMNS
+                        if column != "cost_amount"
+                    },
+                    cost_turns__gte=F("turns_without_usage") + F("turns_without_price"),
+                )
+                & (
+                    Q(
+                        cost_amount__isnull=True,
+                        cost_turns=F("turns_without_usage") + F("turns_without_price"),
+                    )
+                    | Q(
+                        cost_amount__isnull=False,
+                        cost_amount__gte=0,
+                        cost_turns__gt=F("turns_without_usage") + F("turns_without_price"),
+                    )
+                ),
+                name="suite_case_cost_counts",
+            ),
         ]
 
     def __str__(self) -> str:
         return f"{self.suite} · {self.case} ({self.instance})"
+
+    @property
+    def cost(self) -> dict[str, int | float | None] | None:
+        """What its replies used and cost, in the client's shape (`Spend.as_json`); None when
+        its record carried none."""
+        if self.cost_turns is None:
+            return None
+        return {
+            "turns": self.cost_turns,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "amount": self.cost_amount,
+            "turns_without_usage": self.turns_without_usage,
+            "turns_without_price": self.turns_without_price,
+        }
 
 
 class PurgePermit(models.Model):

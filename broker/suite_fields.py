@@ -55,6 +55,21 @@ DEFAULT_ALPHA = 0.05
 END_REASON_MAX = 2000
 # A case definition's hash: sha256, as 64 lowercase hexadecimal digits.
 DEFINITION_HASH = re.compile(r"[0-9a-f]{64}")
+# A case's turns and tokens counted in its cost, each at most this: a run's sums over its
+# RUN_CASES_MAX cases (`suite_runs.with_counts`) still fit the 64 bits the databases add in.
+COST_COUNT_MAX = INTEGER_MAX // RUN_CASES_MAX
+# A case's known cost, in dollars, at most this: no case costs near it, and a run's sum stays
+# a finite number.
+COST_AMOUNT_MAX = 1e12
+# The fields of a case's cost, as the client's `Spend.as_json` writes them.
+COST_KEYS = (
+    "turns",
+    "prompt_tokens",
+    "completion_tokens",
+    "amount",
+    "turns_without_usage",
+    "turns_without_price",
+)
 
 
 @dataclass(frozen=True)
@@ -72,6 +87,21 @@ class CaseRecord:
     attempts: list[dict[str, Any]]
     statistics: Statistics | None = None
     definition_hash: str = ""
+    cost: CaseCost | None = None
+
+
+@dataclass(frozen=True)
+class CaseCost:
+    """What a case's replies used and cost, as the client counted them (its `Spend`): the
+    tokens and the amount of the turns whose usage (and price) is known, and how many turns had
+    no usage or no price. `amount` is None when no turn was priced: unknown, never zero."""
+
+    turns: int
+    prompt_tokens: int
+    completion_tokens: int
+    amount: float | None
+    turns_without_usage: int
+    turns_without_price: int
 
 
 @dataclass(frozen=True)
@@ -146,7 +176,11 @@ def _clean_number(value: object, *, what: str) -> float:
     """A JSON number (not a boolean), finite, as a float."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise _invalid(f"The {what} must be a number.")
-    number = float(value)
+    try:
+        number = float(value)
+    except OverflowError:
+        # An integer past every float (JSON reads integers of any length).
+        raise _invalid(f"The {what} must be finite.") from None
     if not math.isfinite(number):
         raise _invalid(f"The {what} must be finite.")
     return number
@@ -192,6 +226,34 @@ def clean_statistics(
     return Statistics(pass_rate=rate, interval=(low, high), pass_hat_k=all_k)
 
 
+def clean_cost(value: object) -> CaseCost | None:
+    """None (a client before costs) or exactly the object of COST_KEYS: whole counts from 0 to
+    COST_COUNT_MAX, the turns without usage and those without a price at most the turns
+    together, and `amount` a number from 0 to COST_AMOUNT_MAX when some turn was priced, null
+    when none was (so an unknown cost is never stored as a zero)."""
+    if value is None:
+        return None
+    if not isinstance(value, dict) or set(value) != set(COST_KEYS):
+        raise _invalid(f"The cost must be an object with exactly {', '.join(COST_KEYS)}.")
+    counts = {
+        key: clean_integer(value[key], what=f"cost's {key}", low=0, high=COST_COUNT_MAX)
+        for key in COST_KEYS
+        if key != "amount"
+    }
+    unknown = counts["turns_without_usage"] + counts["turns_without_price"]
+    if unknown > counts["turns"]:
+        raise _invalid("The cost's turns without usage or a price must be among its turns.")
+    amount = value["amount"]
+    if unknown == counts["turns"]:
+        if amount is not None:
+            raise _invalid("The cost's amount must be null when no turn was priced.")
+        return CaseCost(amount=None, **counts)
+    known = _clean_number(amount, what="cost's amount")
+    if not 0 <= known <= COST_AMOUNT_MAX:
+        raise _invalid(f"The cost's amount must be from 0 to {COST_AMOUNT_MAX:g}.")
+    return CaseCost(amount=known, **counts)
+
+
 def clean_definition_hash(value: object) -> str:
     """A case definition's sha256 as 64 lowercase hexadecimal digits, or "" (not sent)."""
     if value is None or value == "":
@@ -217,6 +279,7 @@ def clean_case(
     interval: object = None,
     pass_hat_k: object = None,
     definition_hash: object = None,
+    cost: object = None,
 ) -> CaseRecord:
     """A case's result, every field within its limits; `verdicts` are the known verdicts."""
     if not isinstance(verdict, str) or verdict not in verdicts:
@@ -241,6 +304,7 @@ def clean_case(
         attempts=kept_attempts,
         statistics=clean_statistics(pass_rate=pass_rate, interval=interval, pass_hat_k=pass_hat_k),
         definition_hash=clean_definition_hash(definition_hash),
+        cost=clean_cost(cost),
     )
 
 

@@ -24,6 +24,7 @@ from rest_framework.response import Response
 from broker.actions import suite_comparisons, suite_runs
 from broker.models import SuiteVerdict
 from broker.suite_fields import (
+    COST_COUNT_MAX,
     DEFAULT_ALPHA,
     END_REASON_MAX,
     FAILURE_TEXT_MAX,
@@ -93,7 +94,11 @@ class StrictNumber(serializers.FloatField):
     def to_internal_value(self, data: Any) -> float:
         if isinstance(data, bool) or not isinstance(data, (int, float)):
             self.fail("invalid")
-        return float(data)
+        try:
+            return float(data)
+        except OverflowError:
+            # JSON reads an integer of any length; one past every float is no number here.
+            self.fail("invalid")
 
 
 class SuiteCaseFailureInput(StrictInput):
@@ -104,6 +109,19 @@ class SuiteCaseFailureInput(StrictInput):
     sent = StrictString(max_length=FAILURE_TEXT_MAX, allow_null=True)
     expected = StrictString(max_length=FAILURE_TEXT_MAX)
     actual = StrictString(max_length=FAILURE_TEXT_MAX)
+
+
+class SuiteCaseCostInput(StrictInput):
+    """What a case's replies used and cost, as the runner counted them; whether the counts
+    hold together is the broker's to say (`broker.suite_fields.clean_cost`)."""
+
+    turns = StrictInteger(min_value=0, max_value=COST_COUNT_MAX)
+    prompt_tokens = StrictInteger(min_value=0, max_value=COST_COUNT_MAX)
+    completion_tokens = StrictInteger(min_value=0, max_value=COST_COUNT_MAX)
+    # In dollars; null when no turn was priced.
+    amount = StrictNumber(allow_null=True)
+    turns_without_usage = StrictInteger(min_value=0, max_value=COST_COUNT_MAX)
+    turns_without_price = StrictInteger(min_value=0, max_value=COST_COUNT_MAX)
 
 
 class SuiteRunsView(ChatView):
@@ -337,6 +355,8 @@ class SuiteRunCasesView(ChatView):
         pass_hat_k = StrictNumber(required=False)
         # The sha256 of the case's definition (turns, expectations, judge).
         definition_hash = StrictString(min_length=64, max_length=64, required=False)
+        # What its replies used and cost, as the runner counted them.
+        cost = SuiteCaseCostInput(required=False)
 
         def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
             if "repeats" in attrs and "attempts" in attrs:
@@ -372,6 +392,7 @@ class SuiteRunCasesView(ChatView):
                 interval=data.get("interval"),
                 pass_hat_k=data.get("pass_hat_k"),
                 definition_hash=data.get("definition_hash"),
+                cost=dict(data["cost"]) if "cost" in data else None,
             )
             return Response({"case": SuiteCaseOut(case).data}, status=201)
 

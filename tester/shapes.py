@@ -22,6 +22,26 @@ class SuiteRunCountsOut(serializers.Serializer[dict[str, int]]):
         return {name: serializers.IntegerField() for name in names}
 
 
+class CostOut(serializers.Serializer[dict[str, Any]]):
+    """What replies used and cost: the tokens and the amount in dollars of the turns whose
+    usage (and price) is known, and how many turns had no usage or no price. `amount` is null
+    when no turn was priced: unknown, never zero."""
+
+    turns = serializers.IntegerField()
+    prompt_tokens = serializers.IntegerField()
+    completion_tokens = serializers.IntegerField()
+    amount = serializers.FloatField(allow_null=True)
+    turns_without_usage = serializers.IntegerField()
+    turns_without_price = serializers.IntegerField()
+
+
+class RunCostOut(CostOut):
+    """A run's cases' costs summed, and how many of its cases recorded none (their cost is
+    unknown, so the sums are then incomplete)."""
+
+    cases_without_cost = serializers.IntegerField()
+
+
 class SuiteRunOut(Shape[SuiteRun]):
     """A suite run: the suites it covers, when it started and ended (null: not yet), the run it
     is compared with (null: none), and its cases counted."""
@@ -39,6 +59,8 @@ class SuiteRunOut(Shape[SuiteRun]):
     # `running`, `finished` or `halted`; when halted, why (else null).
     state = serializers.ChoiceField(choices=["running", *SuiteRunEnd.values])
     reason = serializers.SerializerMethodField()
+    # Its cases' tokens and cost, summed.
+    cost = RunCostOut()
 
     def get_keyword(self, run: SuiteRun) -> str | None:
         return run.keyword or None
@@ -87,6 +109,8 @@ class SuiteCaseOut(Shape[SuiteCase]):
     baseline_passed_runs = serializers.IntegerField(allow_null=True)
     baseline_runs = serializers.IntegerField(allow_null=True)
     p_value = serializers.FloatField(allow_null=True)
+    # What its replies used and cost, as the client counted them (null: a record without).
+    cost = CostOut(allow_null=True)
     created_at = serializers.DateTimeField()
 
     def get_interval(self, case: SuiteCase) -> list[float] | None:

@@ -15,13 +15,14 @@ from fractions import Fraction
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, Q, QuerySet, Sum
 from django.utils import timezone
 
 from broker import fields, refusals, suite_fields
 from broker.access import access_thread, verb
 from broker.actors import Actor, ActorKind
 from broker.models import (
+    CASE_COST_COLUMNS,
     FAILING_VERDICTS,
     PASSING_VERDICTS,
     TESTER,
@@ -104,15 +105,18 @@ def case_change(*, baseline: CaseResult | None, now: CaseResult, alpha: float) -
 
 
 def with_counts(runs: QuerySet[SuiteRun]) -> QuerySet[SuiteRun]:
-    """`runs` with their cases counted by verdict and regressions (`SuiteRun.counts`), in the
+    """`runs` with their cases counted by verdict and regressions (`SuiteRun.counts`), and
+    their costs summed with the cases that recorded none counted (`SuiteRun.cost`), in the
     same query however many runs."""
     counts = {
         f"{verdict}_count": Count("cases", filter=Q(cases__verdict=verdict))
         for verdict in SuiteVerdict.values
     }
     regressed = Count("cases", filter=Q(cases__change=SuiteChange.REGRESSED))
+    costs = {f"{column}_sum": Sum(f"cases__{column}") for column in CASE_COST_COLUMNS}
+    uncounted = Count("cases", filter=Q(cases__cost_turns__isnull=True))
     # The annotations fill the attributes `SuiteRun` declares for them.
-    return runs.annotate(**counts, regressed_count=regressed)
+    return runs.annotate(**counts, regressed_count=regressed, **costs, cases_without_cost=uncounted)
 
 
 def access_suite_run(actor: Actor, *, run_id: object, lock: bool = False) -> SuiteRun:
@@ -254,12 +258,14 @@ def record_suite_case(
     interval: object = None,
     pass_hat_k: object = None,
     definition_hash: object = None,
+    cost: object = None,
 ) -> SuiteCase:
     """Record one case's result in a run of the business that has not ended (`invalid` once it
     has, or once it was halted), with its `change` against the baseline's same (suite, case,
     instance). The statistics (`pass_rate`, `interval`, `pass_hat_k`) come together or not at
     all and are checked, not recomputed; `definition_hash` is the client's sha256 of the
-    case's definition.
+    case's definition; `cost` is what its replies used and cost as the client counted them
+    (`suite_fields.clean_cost`; None: not counted).
 
     R1: every thread named must be the tester's own thread of the business, checked by the
     same `access_thread` as every thread verb, so the answers are the same (`not-found`,
@@ -281,6 +287,7 @@ def record_suite_case(
         interval=interval,
         pass_hat_k=pass_hat_k,
         definition_hash=definition_hash,
+        cost=cost,
     )
     halt_silent_runs(actor.business_id)
     with transaction.atomic():
@@ -349,7 +356,7 @@ def do_record_case(run: SuiteRun, record: suite_fields.CaseRecord) -> SuiteCase:
         definition_hash=record.definition_hash,
     )
     compared = case_change(baseline=baseline, now=now, alpha=run.alpha)
-    statistics = record.statistics
+    statistics, cost = record.statistics, record.cost
     case = SuiteCase.objects.create(
         run=run,
         suite=record.suite,
@@ -370,6 +377,12 @@ def do_record_case(run: SuiteRun, record: suite_fields.CaseRecord) -> SuiteCase:
         baseline_passed_runs=baseline.tally.passed if baseline else None,
         baseline_runs=baseline.tally.repeats if baseline else None,
         p_value=None if compared.p_value is None else float(compared.p_value),
+        cost_turns=cost.turns if cost else None,
+        prompt_tokens=cost.prompt_tokens if cost else None,
+        completion_tokens=cost.completion_tokens if cost else None,
+        cost_amount=cost.amount if cost else None,
+        turns_without_usage=cost.turns_without_usage if cost else None,
+        turns_without_price=cost.turns_without_price if cost else None,
     )
     run.active_at = timezone.now()
     run.save(update_fields=["active_at"])

@@ -15,7 +15,8 @@
 //   inbox.js       unread marks, previews, rename and archive
 //   runs.js        test runs: the stored history of conversation-test runs (the tester's only)
 //   comparison.js  a test run compared with its baseline or an earlier run, replies side by side
-//   runtext.js     how the test runs' parts are written (tallies, p-values, texts, thread links)
+//   repeats.js     a stored case's steps and the judge's votes, under their repeat and turn
+//   runtext.js     how the test runs' parts are written (tallies, p-values, texts, costs, links)
 //   place.js       the address and history
 //   follow.js      the thread follows its newest line; "New messages ↓" when scrolled up
 //   stopped.js     a stopped reply's partial text, kept in the thread

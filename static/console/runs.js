@@ -2,10 +2,10 @@
 // (`GET /api/suite-runs`, newest first, paged with `before`) and one run's cases
 // (`GET /api/suite-runs/ID`, a page at a time: "Show more cases" asks for those `after` the
 // last shown while the answer says `more`) with their verdicts, k/N and its 95% interval,
-// change against the baseline (with its p-value, or "within noise"), failures,
-// threads and, when the stored record has them, each turn's steps (the tool calls the assistant
-// made answering it); above them, the run compared with its baseline or an earlier run
-// (comparison.js). The human listener has none of these routes; its page has no such view and never
+// change against the baseline (with its p-value, or "within noise"), failures, threads, tokens
+// and cost (each run's too: unknown said so, never a zero) and, when the stored record has
+// them, each turn's steps and the judge's votes (repeats.js); above them, the run compared with
+// its baseline or an earlier run (comparison.js). The human listener has none of these routes; its page has no such view and never
 // asks for them (`hasTestRuns`).
 //
 // Everything a run or a case carries is shown as text (`textContent`): names, expected and
@@ -15,7 +15,8 @@ import { get, query } from "./api.js";
 import { clearComparison, showComparison } from "./comparison.js";
 import { checkConnection, onReconnect } from "./connection.js";
 import { $, element, say, timeOf } from "./page.js";
-import { evidenceText, plural, spaced, textBlock, threadLink } from "./runtext.js";
+import { stepsOf, votesOf } from "./repeats.js";
+import { drawnWhenOpened, evidenceText, plural, spaced, spendText, textBlock, threadLink } from "./runtext.js";
 
 const PAGE_SIZE = 50;
 // A run's cases asked for at once; the server may answer fewer, to keep its answer near 1 MB.
@@ -85,7 +86,7 @@ function runItem(run) {
   const link = element("a", "test-run-choice");
   link.href = `#run=${run.id}`;
   link.dataset.id = run.id;
-  spaced(link, [element("span", "test-run-name", `Run ${run.id}`), suitesOf(run), runWhen(run), counts(run)]);
+  spaced(link, [element("span", "test-run-name", `Run ${run.id}`), suitesOf(run), runWhen(run), counts(run), spendOf(run.cost)]);
   const item = element("li");
   item.append(link);
   return item;
@@ -152,74 +153,17 @@ function failuresOf(failures) {
   list.append(...failures.slice(0, FAILURES_SHOWN).map(failureItem));
   const rest = failures.slice(FAILURES_SHOWN);
   if (!rest.length) return [list];
-  const more = element("details", "more-failures");
-  more.append(element("summary", "", rest.length === 1 ? "1 more failure" : `${rest.length} more failures`));
-  more.addEventListener("toggle", () => {
-    if (more.open && !more.querySelector("ol")) {
-      const others = element("ol", "failures");
-      others.start = FAILURES_SHOWN + 1;
-      others.append(...rest.map(failureItem));
-      more.append(others);
-    }
+  const more = drawnWhenOpened("more-failures", rest.length === 1 ? "1 more failure" : `${rest.length} more failures`, () => {
+    const others = element("ol", "failures");
+    others.start = FAILURES_SHOWN + 1;
+    others.append(...rest.map(failureItem));
+    return [others];
   });
   return [list, more];
 }
 
-// A step as the stored record keeps it: `create_task(title="…") refused (invalid)`. Arguments
-// too long for the record are kept as their JSON text, cut, and shown as that text.
-function stepText(step) {
-  const args = step.arguments;
-  let told = "";
-  if (typeof args === "string") told = args;
-  else if (args !== null && typeof args === "object" && !Array.isArray(args)) {
-    told = Object.entries(args)
-      .map(([name, value]) => `${name}=${JSON.stringify(value)}`)
-      .join(", ");
-  } else if (args !== null && args !== undefined) told = JSON.stringify(args);
-  const code = step.code ? ` (${step.code})` : "";
-  return `${step.tool}(${told}) ${step.outcome ?? "running"}${code}`;
-}
-
-// The turns of a case's repeats that made steps; a record stored before steps were kept has none.
-function turnsWithSteps(found) {
-  const turns = [];
-  for (const repeat of found.repeats ?? []) {
-    for (const turn of repeat.turns ?? []) {
-      if (turn.steps?.length) turns.push({ repeat: repeat.repeat, turn });
-    }
-  }
-  return turns;
-}
-
-function stepsTurnItem({ repeat, turn }) {
-  const item = element("li", "steps-turn");
-  item.append(element("p", "steps-where", `Repeat ${repeat} · turn ${turn.turn}`));
-  const steps = element("ol", "steps");
-  for (const step of turn.steps) {
-    const line = element("li", "step", stepText(step));
-    line.dir = "auto";
-    line.dataset.outcome = step.outcome ?? "running";
-    steps.append(line);
-  }
-  item.append(steps);
-  return item;
-}
-
-// Under a disclosure drawn when opened, as the failures beyond the first are: a case of many
-// repeats stays a page of bounded size.
-function stepsOf(turns) {
-  const count = turns.reduce((sum, { turn }) => sum + turn.steps.length, 0);
-  const disclosure = element("details", "case-steps");
-  disclosure.append(element("summary", "", `Steps: ${plural(count, "call")} in ${plural(turns.length, "turn")}`));
-  disclosure.addEventListener("toggle", () => {
-    if (disclosure.open && !disclosure.querySelector("ol")) {
-      const list = element("ol", "steps-turns");
-      list.append(...turns.map(stepsTurnItem));
-      disclosure.append(list);
-    }
-  });
-  return disclosure;
-}
+// Tokens and cost (a case's or a run's), what is unknown said so and never a zero.
+const spendOf = (cost) => element("span", "spend", spendText(cost));
 
 const percent = (value) => `${Math.round(value * 100)}%`;
 
@@ -283,11 +227,11 @@ function caseItem(found, compared) {
     meta.append(found.threads.length === 1 ? "in " : "in threads ");
     found.threads.forEach((id, index) => meta.append(...(index ? [", "] : []), threadLink(id)));
   }
-  item.append(head);
-  if (meta.childNodes.length) item.append(meta);
+  if (meta.childNodes.length) meta.append(" · ");
+  meta.append(spendOf(found.cost));
+  item.append(head, meta);
   if (found.failures.length) item.append(...failuresOf(found.failures));
-  const turns = turnsWithSteps(found);
-  if (turns.length) item.append(stepsOf(turns));
+  item.append(...[stepsOf(found), votesOf(found)].filter(Boolean));
   return item;
 }
 
@@ -315,6 +259,7 @@ function showRun(run, cases, more) {
   }
   if (run.keyword) facts.append(" · cases matching “", element("span", "test-run-keyword", run.keyword), "”");
   $("test-run-counts").replaceChildren(counts(run));
+  $("test-run-cost").replaceChildren(spendOf(run.cost));
   showComparison(run);
   showCases(run, cases, more);
   say($("test-run-state"), cases.length ? "" : "No cases recorded in this run.");
@@ -324,6 +269,7 @@ async function loadRun(id, mine) {
   $("test-run-title").textContent = `Run ${id}`;
   $("test-run-facts").replaceChildren();
   $("test-run-counts").replaceChildren();
+  $("test-run-cost").replaceChildren();
   $("test-run-cases").replaceChildren();
   $("test-run-more").hidden = true;
   lastCase = null;

@@ -31,7 +31,7 @@ from .judge import JudgeError, turn_transcript
 from .judge_and_pricing_tables import NO_JUDGE, judge_from_environment
 from .key_reader import SuiteFileRefused
 from .pytest_history import SessionRun
-from .reports import cost_properties, miss_lines, tally
+from .reports import cost_properties, miss_lines, statistics_properties, tally
 from .runner import ERROR, FAIL, Judges, Plan, plans, run_plan
 from .statistics import DEFAULT_ALPHA
 from .visible import visible
@@ -352,6 +352,7 @@ class CaseItem(pytest.Item):
             ("repeat_count", report.repeat_count),
             ("runs", report.repeat_count),
             ("threads", " ".join(str(thread) for thread in report.threads)),
+            *statistics_properties(report).items(),
             *cost_properties(report.spend).items(),
             *([("change", report.change or "")] if compared else []),
         ]

@@ -402,9 +402,11 @@ def misses(
 def stored_record(report: CaseReport) -> dict[str, Any]:
     """What the stored history keeps of a case (`POST /api/suite-runs/ID/cases`): its failures
     and each repeat's turns with their timings, tokens, model and the judge's reasons, within
-    STORED_RECORD together (`stored_texts`); the texts stay in the threads. The counts
-    and the repeats go under the names every listener takes, `passed_runs`, `runs` and
-    `attempts` (a listener also takes `repeats`, but one older than that name would refuse it)."""
+    STORED_RECORD together (`stored_texts`); the texts stay in the threads. Its tokens and cost
+    (`cost`, as `--json` writes them) go beside them, outside that bound: a few numbers, kept
+    when a record too big drops its turns. The counts and the repeats go under the names every
+    listener takes, `passed_runs`, `runs` and `attempts` (a listener also takes `repeats`, but
+    one older than that name would refuse it)."""
     found, repeats = stored_texts(report)
     return {
         "suite": report.plan.suite.name,
@@ -418,6 +420,7 @@ def stored_record(report: CaseReport) -> dict[str, Any]:
         "attempts": repeats,
         **statistics_record(report),
         "definition_hash": report.plan.definition_hash,
+        "cost": report.spend.as_json(),
     }
 
 
@@ -556,9 +559,9 @@ def json_summary(test_run: TestRun, *, run_id: int | None, notes: Sequence[str] 
 
 def junit(test_run: TestRun, every: Sequence[Plan]) -> ElementTree.ElementTree:
     """JUnit XML: one `testsuite` per suite, one `testcase` per case and instance, with the
-    verdict, `k/N` and the change as properties, a `failure` with what was expected and what
-    came (or an `error` with the refusal); every planned case not run is `skipped`, so every
-    case of the files appears."""
+    verdict, `k/N`, the change, the statistics, tokens and cost as properties, a `failure` with
+    what was expected and what came (or an `error` with the refusal); every planned case not
+    run is `skipped`, so every case of the files appears."""
     root = ElementTree.Element("testsuites", name="testassistant")
     suites: dict[tuple[str, str], ElementTree.Element] = {}
     with_instance = len({plan.instance for plan in every}) > 1
@@ -645,9 +648,31 @@ def _properties(case: ElementTree.Element, report: CaseReport) -> None:
         "instance": report.instance,
         "threads": " ".join(str(thread) for thread in report.threads),
     }
-    for name, value in shown_properties.items():
+    for name, value in (shown_properties | statistics_properties(report)).items():
         ElementTree.SubElement(properties, "property", name=name, value=str(value))
     _cost_properties(case, report.spend)
+
+
+def statistics_properties(report: CaseReport) -> dict[str, str]:
+    """The case's statistics as JUnit (and pytest) properties, each the number its records
+    carry (`statistics_record`): `pass_rate`, the 95% interval as `interval_low` and
+    `interval_high`, `pass_hat_k` (`unknown` when fewer repeats ran than the case's `repeat`);
+    and when the case was compared, the `p_value` its change rests on and the baseline's `k/N`
+    as `baseline_passed_repeats` and `baseline_repeat_count`. A number is written as the
+    shortest decimal that reads back as itself (`repr`), so a tiny p-value keeps its digits."""
+    low, high = report.interval
+    told = {
+        "pass_rate": repr(float(report.pass_rate)),
+        "interval_low": repr(float(low)),
+        "interval_high": repr(float(high)),
+        "pass_hat_k": "unknown" if report.pass_hat_k is None else repr(float(report.pass_hat_k)),
+    }
+    if report.p_value is not None:
+        told["p_value"] = repr(float(report.p_value))
+    if report.baseline_tally is not None:
+        passed, repeats = report.baseline_tally
+        told |= {"baseline_passed_repeats": str(passed), "baseline_repeat_count": str(repeats)}
+    return told
 
 
 def cost_properties(spend: Spend) -> dict[str, str]:

@@ -4,6 +4,7 @@ state of each stored turn)."""
 from __future__ import annotations
 
 import importlib
+from typing import Any
 
 import pytest
 from django.db import connection
@@ -193,6 +194,23 @@ def test_migrate_0018_adds_versions_and_branches_in_place_with_every_guard(
     assert list(Thread.objects.values_list("branched_from", "branched_at")) == [(None, None)]
 
 
+def plain_case(tester: Actor, run_id: int) -> Any:
+    """A case recorded in run `run_id` with nothing but its verdict, as a client before
+    statistics and costs recorded one."""
+    from broker.actions import suite_runs
+
+    return suite_runs.record_suite_case(
+        tester,
+        run_id=run_id,
+        suite="smoke",
+        case="greets",
+        instance="",
+        verdict="pass",
+        passed_runs=1,
+        runs=1,
+    )
+
+
 @pytest.mark.django_db(transaction=True)
 def test_migrate_0019_keeps_stored_runs_comparable_with_every_guard(
     tester: Actor, back_to_the_latest: None
@@ -206,16 +224,7 @@ def test_migrate_0019_keeps_stored_runs_comparable_with_every_guard(
     from broker.models import SuiteCase, SuiteRun
 
     ended = suite_runs.start_suite_run(tester, suites=["smoke"])
-    case = suite_runs.record_suite_case(
-        tester,
-        run_id=ended.pk,
-        suite="smoke",
-        case="greets",
-        instance="",
-        verdict="pass",
-        passed_runs=1,
-        runs=1,
-    )
+    case = plain_case(tester, ended.pk)
     suite_runs.end_suite_run(tester, run_id=ended.pk)
     running = suite_runs.start_suite_run(tester, suites=["smoke"])
 
@@ -226,7 +235,9 @@ def test_migrate_0019_keeps_stored_runs_comparable_with_every_guard(
     assert guards.missing(connection) == []
     stored = {run.pk: run for run in SuiteRun.objects.all()}
     assert (stored[ended.pk].state, stored[ended.pk].end_reason) == ("finished", "")
-    assert stored[ended.pk].active_at == SuiteCase.objects.get(pk=case.pk).created_at
+    # Read column by column: the model has the columns of migrations after this one too.
+    cases = SuiteCase.objects.filter(pk=case.pk)
+    assert stored[ended.pk].active_at == cases.values_list("created_at", flat=True).get()
     assert (stored[running.pk].state, stored[running.pk].active_at) == (
         "running",
         stored[running.pk].started_at,
@@ -236,10 +247,28 @@ def test_migrate_0019_keeps_stored_runs_comparable_with_every_guard(
         [],
         "",
     )
-    kept = SuiteCase.objects.get(pk=case.pk)
-    assert (kept.change, kept.pass_rate, kept.definition_hash, kept.p_value) == (
-        "new",
-        None,
-        "",
-        None,
-    )
+    kept = cases.values_list("change", "pass_rate", "definition_hash", "p_value").get()
+    assert kept == ("new", None, "", None)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_migrate_0020_gives_stored_cases_no_cost_with_every_guard(
+    tester: Actor, back_to_the_latest: None
+) -> None:
+    """A case stored before costs has none (its cost is unknown, not zero), and its run counts
+    it among the cases without one. Back and forth, every guard is there after each way."""
+    from broker import guards
+    from broker.actions import suite_runs
+    from broker.models import SuiteCase
+
+    run = suite_runs.start_suite_run(tester, suites=["smoke"])
+    case = plain_case(tester, run.pk)
+
+    migrate(("broker", "0019_suite_run_baselines_and_statistics"))
+    assert guards.missing(connection) == []
+    migrate(("broker", "0020_suite_case_costs"))
+
+    assert guards.missing(connection) == []
+    assert SuiteCase.objects.get(pk=case.pk).cost is None
+    cost = suite_runs.read_suite_run(tester, run_id=run.pk).run.cost
+    assert (cost["amount"], cost["turns"], cost["cases_without_cost"]) == (None, 0, 1)

@@ -639,6 +639,7 @@ BAD_STATISTICS: dict[str, dict[str, Any]] = {
     "negative pass_hat_k": {**STATISTICS, "pass_hat_k": -0.1},
     "rate text": {**STATISTICS, "pass_rate": "0.7"},
     "rate NaN": {**STATISTICS, "pass_rate": math.nan},
+    "rate past every float": {**STATISTICS, "pass_rate": 10**400},
     "hash short": {"definition_hash": "abc"},
     "hash upper case": {"definition_hash": "A" * 64},
     "hash not text": {"definition_hash": 5},
@@ -666,6 +667,105 @@ def test_record_case_whose_definition_changed_is_changed_not_regressed(tester: A
     case = record(tester, run, verdict=FAIL, passed_runs=0, runs=4, definition_hash=SHA_B)
     assert (case.change, case.p_value) == (SuiteChange.CHANGED, None)
     assert run.counts["regressed"] == 0
+
+
+# --- tokens and cost -----------------------------------------------------------------------
+
+# A case of three turns: two priced, one whose model had no price; its columns as stored.
+COST = {
+    "turns": 3,
+    "prompt_tokens": 33,
+    "completion_tokens": 9,
+    "amount": 0.021,
+    "turns_without_usage": 0,
+    "turns_without_price": 1,
+}
+COST_COLUMNS = {
+    "cost_turns": 2,
+    "prompt_tokens": 22,
+    "completion_tokens": 6,
+    "cost_amount": 0.5,
+    "turns_without_usage": 1,
+    "turns_without_price": 0,
+}
+# Two turns without usage: nothing priced, the amount unknown.
+UNPRICED = {**COST, "turns": 2, "prompt_tokens": 0, "completion_tokens": 0, "amount": None}
+UNPRICED |= {"turns_without_usage": 2, "turns_without_price": 0}
+
+
+def test_record_stores_the_cases_cost_and_a_run_sums_its_cases(tester: Actor) -> None:
+    """SPEC §6.3: a case's cost is stored as the client counted it; a run sums its cases' and
+    counts those that recorded none, the amount of the turns priced only (unknown is never a
+    zero)."""
+    run = suite_runs.start_suite_run(tester, suites=["smoke"])
+    priced = record(tester, run, case="priced", cost=COST)
+    unpriced = record(tester, run, case="unpriced", cost=UNPRICED)
+    record(tester, run, case="older")
+    priced.refresh_from_db()
+    assert (priced.cost, unpriced.cost) == (COST, UNPRICED)
+    assert SuiteCase.objects.get(run=run, case="older").cost is None
+    summed = {
+        "turns": 5,
+        "prompt_tokens": 33,
+        "completion_tokens": 9,
+        "amount": 0.021,
+        "turns_without_usage": 2,
+        "turns_without_price": 1,
+        "cases_without_cost": 1,
+    }
+    [listed] = suite_runs.list_suite_runs(tester)
+    assert listed.cost == summed
+    assert suite_runs.read_suite_run(tester, run_id=run.pk).run.cost == summed
+    assert suite_runs.end_suite_run(tester, run_id=run.pk).cost == summed
+
+
+def test_run_cost_is_unknown_when_no_turn_of_any_case_was_priced(tester: Actor) -> None:
+    run = suite_runs.start_suite_run(tester, suites=["smoke"])
+    assert suite_runs.read_suite_run(tester, run_id=run.pk).run.cost["amount"] is None
+    record(tester, run, case="unpriced", cost=UNPRICED)
+    cost = suite_runs.read_suite_run(tester, run_id=run.pk).run.cost
+    assert (cost["amount"], cost["turns"], cost["turns_without_usage"]) == (None, 2, 2)
+
+
+def test_run_cost_of_the_most_every_case_may_count_still_sums(tester: Actor) -> None:
+    """Each count is bounded so that a run's cases sum within the databases' 64 bits."""
+    most = suite_fields.COST_COUNT_MAX
+    run = suite_runs.start_suite_run(tester, suites=["smoke"])
+    big = {**COST, "turns": most, "prompt_tokens": most, "completion_tokens": most}
+    big |= {"amount": suite_fields.COST_AMOUNT_MAX}
+    for case in ("a", "b", "c"):
+        record(tester, run, case=case, cost=big)
+    cost = suite_runs.read_suite_run(tester, run_id=run.pk).run.cost
+    assert (cost["turns"], cost["prompt_tokens"]) == (3 * most, 3 * most)
+    assert cost["amount"] == 3 * suite_fields.COST_AMOUNT_MAX
+
+
+BAD_COSTS: dict[str, object] = {
+    "not an object": [1, 2],
+    "a key missing": {key: value for key, value in COST.items() if key != "turns"},
+    "a key too many": {**COST, "currency": "USD"},
+    "negative tokens": {**COST, "prompt_tokens": -1},
+    "tokens past the bound": {**COST, "prompt_tokens": suite_fields.COST_COUNT_MAX + 1},
+    "tokens as text": {**COST, "completion_tokens": "9"},
+    "turns a boolean": {**COST, "turns": True},
+    "more unknown than turns": {**COST, "turns_without_usage": 3},
+    "an amount with nothing priced": {**UNPRICED, "amount": 0.0},
+    "no amount with a turn priced": {**COST, "amount": None},
+    "a negative amount": {**COST, "amount": -0.01},
+    "an amount past the bound": {**COST, "amount": suite_fields.COST_AMOUNT_MAX * 2},
+    "an amount NaN": {**COST, "amount": math.nan},
+    "an amount past every float": {**COST, "amount": 10**400},
+}
+
+
+@pytest.mark.parametrize("cost", BAD_COSTS.values(), ids=BAD_COSTS.keys())
+def test_record_incoherent_cost_is_invalid(tester: Actor, cost: object) -> None:
+    """SPEC §6.3: the counts must hold together, and an unknown amount is null, never a zero."""
+    run = suite_runs.start_suite_run(tester, suites=["smoke"])
+    with pytest.raises(Refusal) as refusal:
+        record(tester, run, cost=cost)
+    assert refusal.value.code == refusals.INVALID
+    assert SuiteCase.objects.count() == 0
 
 
 # --- silent runs ---------------------------------------------------------------------------
@@ -950,6 +1050,12 @@ def test_suite_run_verb_while_tester_off_is_tester_off(
         {"p_value": 1.5},
         {"baseline_runs": 3},
         {"baseline_runs": 3, "baseline_passed_runs": 4},
+        {"cost_turns": 2},
+        {**COST_COLUMNS, "prompt_tokens": None},
+        {**COST_COLUMNS, "turns_without_usage": 2, "turns_without_price": 1},
+        {**COST_COLUMNS, "cost_amount": None},
+        {**COST_COLUMNS, "cost_amount": -0.5},
+        {**COST_COLUMNS, "turns_without_price": 2, "turns_without_usage": 0},
     ],
     ids=repr,
 )

@@ -7,6 +7,13 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from tester.suites import reports
+from tester.suites.client import Outcome, Reply
+from tester.suites.costs import Price
+from tester.suites.files import Case, Suite
+from tester.suites.judge import Vote
+from tester.suites.matchers import Failure
+from tester.suites.runner import CaseReport, Plan, Repeat, TurnRecord
 from tester.suites.statistics import pass_hat_k, wilson_interval
 from tests.console.api import LiveApi
 from tests.console.pages import unique
@@ -247,3 +254,80 @@ def store_compared(api: LiveApi, model: Any) -> Compared:
         compare=first["id"],
     )
     return Compared(suite, first, second, old_greeting)
+
+
+# --- a run whose cases cost something, or something unknown, and one the judge graded --------
+
+# The judge's reason that is no verdict: markup to show as text, and a word too long for a phone.
+INVALID_REASON = "I cannot say <b>why</b>: " + "w" * 300
+
+
+def judged_and_priced_case(
+    suite: Suite,
+    name: str,
+    thread: dict[str, Any],
+    *,
+    usage: dict[str, int] | None,
+    price: Price | None = None,
+    votes: tuple[Vote, ...] = (),
+    conversation_votes: tuple[Vote, ...] = (),
+    missed: Failure | None = None,
+) -> dict[str, Any]:
+    """The record `mosaic-test` stores (`reports.stored_record`) of a case of one repeat of one
+    turn in `thread`, its reply's `usage` (None: the backend recorded none) at `price`, graded
+    by the judge's `votes` and its `conversation_votes` on the whole conversation; it passed,
+    or failed the conversation's expectation as `missed` says."""
+    message: dict[str, Any] = {"id": 2, "model": "qwen", **({"usage": usage} if usage else {})}
+    reply = Reply("Paris.", message, seconds=1.5, first_token_seconds=0.2)
+    outcome = Outcome({"id": 1}, reply, "answered", None)
+    turn = TurnRecord(1, "capital?", outcome, votes=votes, price=price)
+    repeat = Repeat(
+        1,
+        thread["id"],
+        thread["instance"],
+        [turn],
+        failure=missed,
+        conversation_votes=conversation_votes,
+    )
+    case = Case(name=name, turns=(), instance=None, line=1)
+    verdict = "pass" if missed is None else "fail"
+    return reports.stored_record(CaseReport(Plan(suite, case, None, 1), [repeat], verdict))
+
+
+@dataclass(frozen=True)
+class Spent:
+    """A run of three cases: `priced` (1,200 tokens in and 345 out at $2.50 and $10 a million:
+    $0.00645), `unpriced` (its model has no price) and `judged` (no usage recorded; three votes
+    on its turn, the second invalid, and one failing the whole conversation)."""
+
+    suite: str
+    run: dict[str, Any]
+
+
+def store_spent(api: LiveApi) -> Spent:
+    name = unique("spent")
+    suite = Suite(name=name, project="qa", cases=(), file="spent.suite.toml")
+    project = api.create_project(unique("qa"))
+    threads = [runner_thread(api, project, unique(case)) for case in ("a", "b", "c")]
+    records = [
+        judged_and_priced_case(
+            suite,
+            "priced",
+            threads[0],
+            usage={"prompt_tokens": 1200, "completion_tokens": 345},
+            price=Price(input=2.5, output=10.0),
+        ),
+        judged_and_priced_case(
+            suite, "unpriced", threads[1], usage={"prompt_tokens": 50, "completion_tokens": 7}
+        ),
+        judged_and_priced_case(
+            suite,
+            "judged",
+            threads[2],
+            usage=None,
+            votes=(Vote(True, "names Paris"), Vote(None, INVALID_REASON), Vote(True, "says Paris")),
+            conversation_votes=(Vote(False, "rude at the end"),),
+            missed=Failure("the judge passes the conversation (Polite.)", "the judge failed it"),
+        ),
+    ]
+    return Spent(name, store_run(api, [name], records))

@@ -22,7 +22,7 @@ from tests.console.pages import (
     unique,
 )
 from tests.console.server import LiveServer
-from tests.console.suite_runs import store_history
+from tests.console.suite_runs import store_history, store_spent
 from tests.support.console_pages import DESKTOP, PHONE, OpenConsole
 from tests.support.model_servers import FakeModel
 
@@ -101,7 +101,8 @@ def test_axe_test_runs_have_no_serious_violations(
 ) -> None:
     """The tester Console's test runs: the list; a run compared with a baseline (regressed,
     fixed, new), its comparison shown and a regressed case's replies opened; a run with
-    failures and thread links on screen, a further failure opened."""
+    failures and thread links on screen, a further failure opened; a run's and its cases'
+    tokens and cost, and a judged case's votes opened."""
     history = store_history(tester_api)
     page = open_console("tester", viewport=viewport, dark=dark)
     page.get_by_role("link", name="Test runs").click()
@@ -118,6 +119,11 @@ def test_axe_test_runs_have_no_serious_violations(
     page.get_by_text("1 more failure").click()
     expect(page.locator(".failure")).to_have_count(2)
     found["run"] = violations(page)
+    spent = store_spent(tester_api)
+    page.goto(f"{page.url.split('#')[0]}#run={spent.run['id']}")
+    page.locator("details.case-judge summary").click()
+    expect(page.locator(".vote")).to_have_count(4)
+    found["costs and votes"] = violations(page)
     assert found == {name: [] for name in found}
 
 

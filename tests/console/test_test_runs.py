@@ -1,7 +1,8 @@
 """Test runs in the tester Console: the stored history of conversation-test runs (the tester
-listener's `/api/suite-runs`), its runs with their counts, a run's cases with verdict, k/N,
-change against the baseline and failures shown as text, and each case's threads opened in the
-Console, archived or not. The human Console has no such view and never asks for it."""
+listener's `/api/suite-runs`), its runs with their counts, tokens and cost, a run's cases with
+verdict, k/N, change against the baseline, failures shown as text, tokens and cost and the
+judge's votes, and each case's threads opened in the Console, archived or not. The human
+Console has no such view and never asks for it."""
 
 from __future__ import annotations
 
@@ -16,11 +17,14 @@ from tests.console.pages import create_project, messages, unique
 from tests.console.server import LiveServer
 from tests.console.suite_runs import (
     HOSTILE,
+    INVALID_REASON,
     History,
+    Spent,
     case,
     runner_thread,
     store_history,
     store_run,
+    store_spent,
 )
 from tests.console.test_phone import small_targets
 from tests.support.console_pages import DESKTOP, PHONE, OpenConsole
@@ -189,6 +193,79 @@ def test_thread_alone_in_address_opens_it_on_load(
             checked=thread is history.passed_thread
         )
         expect(page).to_have_url(at(history.project, thread))
+
+
+@pytest.fixture
+def spent(tester_api: LiveApi) -> Spent:
+    return store_spent(tester_api)
+
+
+RUN_SPENT = "tokens 1,250 in, 352 out · cost $0.00645 (1 turn without usage, 1 without a price)"
+# The colour of an invalid vote's word: the amber of flaky, light and dark (console.css).
+WARN = {False: "rgb(154, 91, 0)", True: "rgb(240, 180, 92)"}
+
+
+@pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
+def test_run_and_cases_tell_tokens_and_cost_and_unknown_is_never_zero(
+    open_console: OpenConsole, spent: Spent, dark: bool
+) -> None:
+    """Each run in the list and on its page, and each case, tell their tokens and cost as the
+    runner does: a priced case its amount, a case whose model has no price "cost unknown" and
+    why, a case whose backend recorded no usage "tokens unknown"; the run sums what is known and
+    counts the rest, never a zero in its place."""
+    page = open_console("tester", dark=dark)
+    page.get_by_role("link", name="Test runs").click()
+    expect(run_entry(page, spent.run).locator(".spend")).to_have_text(RUN_SPENT)
+    run_entry(page, spent.run).click()
+    expect(page.locator("#test-run-cost")).to_have_text(RUN_SPENT)
+    told = {
+        "priced": "tokens 1,200 in, 345 out · cost $0.00645",
+        "unpriced": "tokens 50 in, 7 out · cost unknown (1 turn without a price)",
+        "judged": "tokens unknown · cost unknown (1 turn without usage)",
+    }
+    for name, spend in told.items():
+        expect(case_item(page, spent.suite, name).locator(".case-meta .spend")).to_have_text(spend)
+    # The judge graded one case only; the others have no votes to show.
+    expect(page.locator("details.case-judge")).to_have_count(1)
+    judged = case_item(page, spent.suite, "judged").locator("details.case-judge")
+    judged.locator("summary").click()
+    expect(judged.locator('.vote[data-vote="invalid"] .vote-label')).to_have_css(
+        "color", WARN[dark]
+    )
+
+
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
+def test_judge_votes_show_each_verdict_and_reason_under_the_turn_it_graded(
+    open_console: OpenConsole, spent: Spent, viewport: dict[str, int]
+) -> None:
+    """A judged case says how many votes the judge cast and how many were invalid; opened from
+    the keyboard, each vote shows pass, fail or invalid with its reason, as text, under the
+    repeat and turn (or the whole conversation) it graded; on a phone the long reason wraps,
+    nothing scrolls sideways and every control is a tap target."""
+    page = open_console("tester", viewport=viewport)
+    page.get_by_role("link", name="Test runs").click()
+    run_entry(page, spent.run).click()
+    judged = case_item(page, spent.suite, "judged").locator("details.case-judge")
+    summary = judged.locator("summary")
+    expect(summary).to_have_text("Judge: 4 votes, 1 invalid")
+    # Drawn when opened, not before.
+    expect(judged.locator(".vote")).to_have_count(0)
+    summary.focus()
+    page.keyboard.press("Enter")
+    expect(judged.locator(".votes-where")).to_have_text(
+        ["Repeat 1 · turn 1", "Repeat 1 · the conversation"]
+    )
+    votes = judged.locator(".vote")
+    expect(votes.locator(".vote-label")).to_have_text(["pass", "invalid", "pass", "fail"])
+    expect(votes.locator(".vote-reason")).to_have_text(
+        ["names Paris", INVALID_REASON, "says Paris", "rude at the end"]
+    )
+    expect(votes.nth(1)).to_have_attribute("data-vote", "invalid")
+    expect(votes.nth(3)).to_have_attribute("data-vote", "fail")
+    expect(judged.locator(".vote-reason b")).to_have_count(0)
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    if viewport is PHONE:
+        assert small_targets(page) == []
 
 
 def test_older_runs_are_paged(open_console: OpenConsole, tester_api: LiveApi) -> None:

@@ -16,6 +16,17 @@ from django.core.management.base import CommandError
 from broker.business_file import DEMO_FILE
 from tests.console.server import ROOT, LiveServer
 
+# A case's tokens and cost as the client counts them (`Spend.as_json`): two turns, one priced
+# (11 tokens in and 2 out, $0.021), one without usage.
+CASE_COST = {
+    "turns": 2,
+    "prompt_tokens": 11,
+    "completion_tokens": 2,
+    "amount": 0.021,
+    "turns_without_usage": 1,
+    "turns_without_price": 0,
+}
+
 GREETS = """
 name = "smoke"
 project = "qa"

@@ -724,10 +724,16 @@ def test_run_max_cost_passes_fails_or_is_unknown_and_every_report_tells_the_cost
     page = html.read_text(encoding="utf-8")
     assert "model chat-a · finish stop · cost $0.021" in page
     assert "tokens 55 in, 10 out · cost $0.284; written" in page
-    stored = live.tester.get(f"/api/suite-runs/{summary['run']}")["cases"]
+    read = live.tester.get(f"/api/suite-runs/{summary['run']}")
+    stored = read["cases"]
     kept = next(case for case in stored if case["case"] == "within its cost")
     [turn] = kept["repeats"][0]["turns"]
     assert (turn["usage"], turn["cost"]) == ({"prompt_tokens": 11, "completion_tokens": 2}, 0.021)
+    # Each case's cost as --json told it, and the run's their sum, the summary's.
+    assert {case["case"]: case["cost"] for case in stored} == {
+        case["case"]: case["cost"] for case in found
+    }
+    assert read["run"]["cost"] == {**summary["cost"], "cases_without_cost": 0}
     text = run_testassistant(path, "--url", live.url, "-k", "within")
     assert (
         "PASS  judged · within its cost (1 turn) · 1/1 pass, 95% interval 21–100% · tokens 11 in, "

@@ -16,6 +16,7 @@ import pytest
 from broker.suite_fields import (
     CASE_RECORD_MAX,
     FAILURE_KEYS,
+    CaseCost,
     CaseRecord,
     clean_case,
     record_size,
@@ -500,6 +501,7 @@ def test_stored_record_keeps_no_conversation_texts_and_clips_long_failures() -> 
         "interval",
         "pass_hat_k",
         "definition_hash",
+        "cost",
     }
     # The threads hold the conversation; the history names them.
     assert "PRIVATE-REPLY" not in json.dumps(stored)
@@ -639,6 +641,29 @@ def test_stored_record_fits_the_listeners_bound_however_long_its_texts(
     assert [f["repeat"] for f in stored["failures"]] == list(range(1, 101))
 
 
+def test_stored_record_keeps_the_cases_cost_whole_when_its_turns_do_not_fit() -> None:
+    """The record's `cost` is the case's, as --json tells it, outside the bound: a case too big
+    for the record loses its repeats' turns, and its cost still counts every turn."""
+    stored = reports.stored_record(report([hostile_repeat(n) for n in range(1, 101)], FAIL))
+    assert all(repeat["turns"] == [] for repeat in stored["attempts"])
+    assert stored["cost"] == {
+        "turns": 1000,
+        "prompt_tokens": 11_000,
+        "completion_tokens": 3_000,
+        "amount": None,
+        "turns_without_usage": 0,
+        "turns_without_price": 1000,
+    }
+    assert clean_stored(stored).cost == CaseCost(
+        turns=1000,
+        prompt_tokens=11_000,
+        completion_tokens=3_000,
+        amount=None,
+        turns_without_usage=0,
+        turns_without_price=1000,
+    )
+
+
 @pytest.mark.parametrize(
     "text", ["plain", "é and 中", WIDE, "\x1b[2K\r\u202e", '"\\/\n\t'], ids=repr
 )
@@ -684,6 +709,11 @@ def test_junit_gives_properties_and_skips_a_case_not_run(tmp_path: Path) -> None
         "change": "regressed",
         "instance": "alpha",
         "threads": "10 11 12",
+        # 2 of 3: the interval 20.8–93.9%, and pass^3 0 (not every repeat passed).
+        "pass_rate": "0.6666666666666666",
+        "interval_low": "0.20765960080204765",
+        "interval_high": "0.9385080552796037",
+        "pass_hat_k": "0.0",
         "prompt_tokens": "33",
         "completion_tokens": "9",
         "cost": "unknown",
@@ -697,6 +727,45 @@ def test_junit_gives_properties_and_skips_a_case_not_run(tmp_path: Path) -> None
     path = tmp_path / "out" / "junit.xml"
     reports.write_junit(test_run, [ran, skipped], path)
     assert path.read_text(encoding="utf-8").startswith("<?xml")
+
+
+def test_junit_statistics_are_the_records_numbers_read_back_exactly(tmp_path: Path) -> None:
+    """Each testcase's `pass_rate`, `interval_low`, `interval_high` and `pass_hat_k`, and when
+    compared its `p_value` and the baseline's `k/N`, read from the written file, are the
+    numbers of its --json record to the last digit (a p-value far below 0.01 included); a case
+    not compared has no p-value or baseline, and pass^k that cannot be estimated is
+    `unknown`."""
+    regressed = report(
+        [passed(n, 10 + n) if n <= 2 else failed(n, 10 + n) for n in range(1, 13)], FAIL
+    )
+    regressed.change, regressed.p_value, regressed.baseline_tally = "regressed", 3.6e-07, (12, 12)
+    alone = CaseReport(Plan(SUITE, ASKS, "alpha", 5), [passed(1, 30), passed(2, 31)], PASS)
+    test_run = TestRun(reports=[regressed, alone])
+    path = tmp_path / "junit.xml"
+    reports.write_junit(test_run, [regressed.plan, alone.plan], path)
+    first, second = ElementTree.parse(path).getroot().iter("testcase")
+
+    told, record = properties(first), reports.as_json(regressed)
+    assert float(told["pass_rate"]) == record["pass_rate"] == 2 / 12
+    assert [float(told["interval_low"]), float(told["interval_high"])] == record["interval"]
+    assert float(told["pass_hat_k"]) == record["pass_hat_k"] == 0.0
+    assert float(told["p_value"]) == record["p_value"] == 3.6e-07
+    assert (
+        (int(told["baseline_passed_repeats"]), int(told["baseline_repeat_count"]))
+        == (
+            record["baseline_passed_repeats"],
+            record["baseline_repeat_count"],
+        )
+        == (12, 12)
+    )
+    assert told["change"] == "regressed"
+
+    told, record = properties(second), reports.as_json(alone)
+    assert (float(told["pass_rate"]), record["pass_rate"]) == (1.0, 1.0)
+    assert [float(told["interval_low"]), float(told["interval_high"])] == record["interval"]
+    # Two repeats of five planned: no pass^5.
+    assert (told["pass_hat_k"], record["pass_hat_k"]) == ("unknown", None)
+    assert not {"p_value", "baseline_passed_repeats", "baseline_repeat_count"} & set(told)
 
 
 def test_junit_counts_failures_and_errors_and_names_instances() -> None:

@@ -11,6 +11,7 @@ from broker.actors import Actor
 from chat.api.shapes import Shape
 from tester.shapes import SuiteCaseOut, SuiteRunOut
 from tests.broker import factories
+from tests.support.suite_runs import CASE_COST
 
 
 def drf_reading(shape: type[Shape[Any]], instance: Any) -> dict[str, Any]:
@@ -18,7 +19,8 @@ def drf_reading(shape: type[Shape[Any]], instance: Any) -> dict[str, Any]:
 
 
 def test_planned_reading_equals_drf_reading_for_runs_and_cases(human: Actor, tester: Actor) -> None:
-    """A run open and ended, with and without a baseline; a case with and without failures."""
+    """A run open and ended, with and without a baseline; a case with and without failures,
+    without a cost and with one."""
     thread = factories.thread(tester, factories.project(human), "smoke · greets")
     baseline = suite_runs.start_suite_run(tester, suites=["smoke"])
     suite_runs.end_suite_run(tester, run_id=baseline.pk)
@@ -45,6 +47,7 @@ def test_planned_reading_equals_drf_reading_for_runs_and_cases(human: Actor, tes
         verdict="pass",
         passed_runs=1,
         runs=1,
+        cost=CASE_COST,
     )
     rows: list[tuple[type[Shape[Any]], Any]] = [
         *((SuiteRunOut, each) for each in suite_runs.list_suite_runs(tester)),

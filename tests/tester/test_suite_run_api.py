@@ -9,6 +9,7 @@ import pytest
 
 from broker.models import Business, SuiteCase, SuiteRun
 from tests.support.listeners import ListenerClient
+from tests.support.suite_runs import CASE_COST
 
 RUN = {
     "id",
@@ -22,6 +23,7 @@ RUN = {
     "alpha",
     "state",
     "reason",
+    "cost",
 }
 COUNTS = {"pass", "flaky", "fail", "error", "regressed"}
 CASE = {
@@ -44,6 +46,7 @@ CASE = {
     "baseline_passed_runs",
     "baseline_runs",
     "p_value",
+    "cost",
     "created_at",
 }
 
@@ -353,6 +356,18 @@ BAD_CASES: list[Any] = [
     case_body(pass_rate=0.1, interval=[0.2, 1.0], pass_hat_k=1.0),
     case_body(definition_hash="x" * 64),
     case_body(definition_hash=5),
+    case_body(cost=None),
+    case_body(cost=[2, 11, 2]),
+    case_body(cost={**CASE_COST, "currency": "USD"}),
+    case_body(cost={key: value for key, value in CASE_COST.items() if key != "amount"}),
+    case_body(cost={**CASE_COST, "amount": "0.021"}),
+    case_body(cost={**CASE_COST, "amount": None}),
+    case_body(cost={**CASE_COST, "prompt_tokens": 1.5}),
+    case_body(cost={**CASE_COST, "turns": 2**63}),
+    case_body(cost={**CASE_COST, "turns_without_usage": 3}),
+    # An integer past any float: refused, never a 500.
+    case_body(cost={**CASE_COST, "amount": 10**400}),
+    case_body(pass_rate=10**400, interval=[0.0, 1.0]),
     {key: value for key, value in case_body().items() if key != "verdict"},
 ]
 
@@ -407,6 +422,27 @@ def test_suite_run_stores_the_selection_statistics_and_a_halted_end(
     assert (plain["alpha"], plain["instances"], plain["keyword"]) == (0.05, [], None)
     finished = tester_client.post(f"/api/suite-runs/{plain['id']}/end", {}).json()["run"]
     assert (finished["state"], finished["reason"]) == ("finished", None)
+
+
+def test_suite_run_serves_each_cases_cost_and_the_runs_summed(
+    tester_client: ListenerClient, run_id: int
+) -> None:
+    """SPEC §6.3: a case's cost is served as recorded (null for a record without one); the
+    run's is its cases' summed, with how many recorded none, its amount null while nothing was
+    priced."""
+    path = f"/api/suite-runs/{run_id}"
+    empty = tester_client.get(path).json()["run"]["cost"]
+    assert (empty["amount"], empty["turns"], empty["cases_without_cost"]) == (None, 0, 0)
+    older = tester_client.post(f"{path}/cases", case_body(case="older")).json()["case"]
+    assert older["cost"] is None
+    assert tester_client.get(path).json()["run"]["cost"]["amount"] is None
+    case = tester_client.post(f"{path}/cases", case_body(cost=CASE_COST)).json()["case"]
+    assert case["cost"] == CASE_COST
+    read = tester_client.get(path).json()
+    assert read["run"]["cost"] == {**CASE_COST, "cases_without_cost": 1}
+    assert [found["cost"] for found in read["cases"]] == [None, CASE_COST]
+    [listed] = tester_client.get("/api/suite-runs").json()["runs"]
+    assert listed["cost"] == read["run"]["cost"]
 
 
 @pytest.mark.parametrize("body", [{"reason": ""}, {"reason": 5}, {"reason": "x" * 2001}], ids=repr)
