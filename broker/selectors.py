@@ -324,10 +324,11 @@ def by_activity(
     by last activity, newest first (`Thread.active_at`; the newer thread first on a tie);
     `below`, a listed thread, starts the page after it.
 
-    Pinned threads and the others are two reads, each walking an index in this order
+    Pinned threads and the others are two subqueries, each walking an index in this order
     (`thread_owner_pinned`, `thread_owner_activity`) and stopping at the page's end: never a
-    sort of the owner's threads, however many. The second read is skipped when the first
-    fills the page."""
+    sort of the owner's threads, however many. They are one statement, so one snapshot: as two
+    reads, a thread unpinned between them was listed twice, and one pinned between them not at
+    all. The page's at most twice `limit` rows are put in order here."""
     size = fields.clean_limit(limit)
     parts = [threads.filter(pinned_at__isnull=False), threads.filter(pinned_at__isnull=True)]
     if below is not None:
@@ -335,12 +336,15 @@ def by_activity(
         parts[0] = parts[0].filter(
             Q(active_at__lt=below.active_at) | Q(active_at=below.active_at, pk__lt=below.pk)
         )
-    found: list[Thread] = []
+    walked = Q()
     for part in parts:
-        if len(found) == size:
-            break
-        found += part.order_by("-active_at", "-pk")[: size - len(found)]
-    return found
+        walked |= Q(pk__in=part.order_by("-active_at", "-pk").values("pk")[:size])
+    found = sorted(
+        threads.filter(walked),
+        key=lambda thread: (thread.pinned_at is not None, thread.active_at, thread.pk),
+        reverse=True,
+    )
+    return found[:size]
 
 
 @verb("thread.messages", ActorKind.HUMAN, ActorKind.TESTER, switch_in_read=True)

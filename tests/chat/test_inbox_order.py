@@ -201,3 +201,20 @@ def test_the_humans_default_project_is_never_one_the_tester_made(
         if p["id"] == chat["project"]
     )
     assert (project["name"], project["creator"]) == ("Chats (2)", "human")
+
+
+def test_a_page_in_the_inbox_order_is_one_statement_so_a_pin_between_reads_cannot_move_a_thread(
+    human_client: ListenerClient, human: Actor, django_assert_num_queries
+) -> None:
+    """Pinned threads and the others are read in one statement, one snapshot: read in two, a
+    thread unpinned between them was listed twice (and one pinned, not at all)."""
+    from broker import selectors
+
+    for name in ("a", "b", "c"):
+        create(human_client, {"name": name})
+    pinned = Thread.objects.get(name="b")
+    assert patch(human_client, pinned.pk, {"pinned": True}).status_code == 200
+    threads = Thread.objects.filter(owner=pinned.owner, archived_at__isnull=True)
+    with django_assert_num_queries(1):
+        page = selectors.by_activity(threads, below=None, limit=50)
+    assert [thread.name for thread in page] == ["b", "c", "a"]
