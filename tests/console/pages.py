@@ -32,10 +32,16 @@ def css_string(text: str) -> str:
     return f'"{escaped}"'
 
 
-def trail_rows(page: Page, text: str) -> Locator:
+def trail_rows(page: Page, text: str, *, thread: str | None = None) -> Locator:
     """The trail's rows whose stored text is `text` (R16's label and the body, as the API
-    sends it: the row keeps it in `data-text`, and shows it in plain words)."""
-    return trail(page).locator(f".trail-row[data-text={css_string(text)}]")
+    sends it: the row keeps it in `data-text`, and shows it in plain words); with `thread`, only
+    those in the thread of that name. The live server is shared by the package's tests, and a run
+    a test before left waiting on the model answers with whatever the model says next: a reply's
+    text alone does not tell whose it is."""
+    rows = trail(page).locator(f".trail-row[data-text={css_string(text)}]")
+    if thread is None:
+        return rows
+    return rows.filter(has=page.locator(".trail-in").get_by_text(thread, exact=True))
 
 
 def sign_in_admin(page: Page, human_url: str) -> None:
