@@ -13,7 +13,8 @@ from datetime import datetime, timedelta
 from typing import Any, Concatenate, Literal, ParamSpec, TypeVar
 
 from django.conf import settings
-from django.db import connection, models
+from django.db import DEFAULT_DB_ALIAS, connection, connections, models
+from django.db.backends.base.base import BaseDatabaseWrapper
 from django.utils import timezone
 
 from broker import policy, refusals
@@ -262,20 +263,21 @@ M = TypeVar("M", bound=models.Model)
 
 def _loaded(model: type[M], columns: tuple[str, ...], values: list[Any]) -> M:
     """A model instance from its columns' raw values, converted as the ORM converts them."""
+    # The thread's own connection, looked up once: each attribute read through Django's
+    # `connection` proxy looks it up again, and a turn's read converts twenty-two values.
+    db = connections[DEFAULT_DB_ALIAS]
     converted = [
-        _converted(model._meta.get_field(column), value)
+        _converted(db, model._meta.get_field(column), value)
         for column, value in zip(columns, values, strict=True)
     ]
-    return model.from_db(connection.alias, list(columns), converted)
+    return model.from_db(db.alias, list(columns), converted)
 
 
-def _converted(field: Any, value: object) -> object:
+def _converted(db: BaseDatabaseWrapper, field: Any, value: object) -> object:
     """A column's value as the ORM would give it (the backend's and the field's converters)."""
-    converters = connection.ops.get_db_converters(field.cached_col) + field.get_db_converters(
-        connection
-    )
+    converters = db.ops.get_db_converters(field.cached_col) + field.get_db_converters(db)
     for convert in converters:
-        value = convert(value, field.cached_col, connection)
+        value = convert(value, field.cached_col, db)
     return value
 
 
