@@ -210,3 +210,65 @@ def test_expired_messages_are_swept_at_most_once_per_period(
         assert stale not in layer.groups.get("g", {})
 
     run(scenario())
+
+
+@pytest.mark.parametrize("make", LAYERS)
+def test_several_group_sends_at_once_reach_each_member_in_order(make: Layer) -> None:
+    """`group_send_many` (a committed turn's nudges) keeps `group_send`'s contract for each of
+    its sends, in their order; an empty group among them is no error."""
+    layer = make()
+
+    async def scenario() -> tuple[list[dict], list[dict]]:
+        first, second = await layer.new_channel(), await layer.new_channel()
+        await layer.group_add("trail", first)
+        await layer.group_add("trail", second)
+        await layer.group_add("thread", second)
+        await layer.group_send_many(
+            [
+                ("trail", {"type": "trail.nudge", "id": 1}),
+                ("runs", {"type": "runs.nudge"}),
+                ("thread", {"type": "thread.nudge", "id": 2}),
+                ("trail", {"type": "trail.nudge", "id": 3}),
+            ]
+        )
+        heard = [[await layer.receive(first) for _ in range(2)]]
+        heard.append([await layer.receive(second) for _ in range(3)])
+        for channel in (first, second):
+            with pytest.raises(asyncio.TimeoutError):
+                await asyncio.wait_for(layer.receive(channel), 0.05)
+        return heard[0], heard[1]
+
+    first, second = run(_flushed(layer, scenario()))
+    assert [message["id"] for message in first] == [1, 3]
+    assert [message.get("id") for message in second] == [1, 2, 3]
+
+
+@pytest.mark.redis
+def test_redis_reads_the_members_of_several_group_sends_in_one_round_trip() -> None:
+    """A turn's three nudges to groups nobody follows are one script call, not three; a group
+    with members adds its delivery."""
+    layer = _redis_layer()
+    calls: list[int] = []
+
+    async def scenario() -> list[int]:
+        listener = await layer.new_channel()
+        await layer.group_add("trail", listener)
+        client = layer.connection(0)
+        asked = client.eval
+
+        async def counted(script: str, keys: int, *args: Any) -> Any:
+            calls.append(keys)
+            return await asked(script, keys, *args)
+
+        client.eval = counted
+        await layer.group_send_many([("thread", {"type": "a"}), ("runs", {"type": "b"})])
+        await layer.group_send_many(
+            [("thread", {"type": "a"}), ("runs", {"type": "b"}), ("trail", {"type": "c"})]
+        )
+        sent = calls[:]
+        assert await layer.receive(listener) == {"type": "c"}
+        return sent
+
+    # Members of both groups at once; then of all three, and the delivery to `trail`'s one
+    # (each call by the number of keys it names).
+    assert run(_flushed(layer, scenario())) == [2, 3, 1]
