@@ -15,8 +15,13 @@ from typing import Any
 from bench import processes as proc
 from bench import report
 from bench.harness import Harness
-from bench.plans import LAYERS, Plan
+from bench.plans import LAYERS, SERVICES, Plan
 from bench.stats import median_of, median_summary
+
+# Product ÷ baseline, at least. On PostgreSQL + Redis, the configuration a deployment that
+# outgrows SQLite moves to, the product is to keep the lead it has on SQLite.
+P1_TARGETS = {SERVICES: 1.5}
+P1_TARGET = 1.0
 
 
 def p1_config(plan: Plan) -> dict[str, Any]:
@@ -72,11 +77,12 @@ def p1_section(harness: Harness, setup: str, measured: dict[str, Any]) -> float:
     product = median_of(runs["product"], "throughput")
     baseline = median_of(runs["baseline"], "throughput")
     floor = statistics.median(measured["floors"])
+    target = P1_TARGETS.get(setup, P1_TARGET)
     section = harness.section(
         f"P1 {setup}",
         f"P1 — sends/s through POST …/messages, {harness.plan.p1_concurrency} concurrent "
         f"({LAYERS[setup]})",
-        "≥ 1.0× the baseline's sends/s",
+        f"≥ {target:g}× the baseline's sends/s",
     )
     for name in ("product", "baseline"):
         errors = sum(
@@ -94,7 +100,7 @@ def p1_section(harness: Harness, setup: str, measured: dict[str, Any]) -> float:
         )
     section["rows"].append({"setup": "commit floor", "figure": f"{floor:.0f} commits/s"})
     section["verdicts"] = [
-        report.verdict("product ÷ baseline", product / baseline, 1.0, higher=True),
+        report.verdict("product ÷ baseline", product / baseline, target, higher=True),
     ]
     section["note"] = (
         f"Closed loop: {harness.plan.p1_concurrency} senders on keep-alive connections, each "

@@ -9,15 +9,21 @@ from typing import Any
 
 from bench import report
 from bench.harness import Harness
-from bench.plans import LAYERS
+from bench.plans import LAYERS, SERVICES
 from bench.scenarios.p2_trail_latency import P2_RATE
+
+# Product CPU per send ÷ the baseline's, at most: on PostgreSQL + Redis the product is to spend
+# less than the plain app, as it does on SQLite.
+P1C_TARGETS = {SERVICES: 0.8}
+P1C_TARGET = 1.25
 
 
 def p1c_section(harness: Harness, setup: str, runs: dict[str, list[dict[str, Any]]]) -> None:
+    target = P1C_TARGETS.get(setup, P1C_TARGET)
     section = harness.section(
         f"P1c {setup}",
         f"P1c — server CPU per send at {P2_RATE} sends/s ({LAYERS[setup]})",
-        "≤ 1.25× the baseline's CPU per send",
+        f"≤ {target:g}× the baseline's CPU per send",
     )
     figures = {}
     for name in ("product", "baseline"):
@@ -35,7 +41,7 @@ def p1c_section(harness: Harness, setup: str, runs: dict[str, list[dict[str, Any
         report.verdict(
             "product CPU per send ÷ baseline's",
             figures["product"] / figures["baseline"],
-            1.25,
+            target,
             higher=False,
         )
     ]
