@@ -11,7 +11,8 @@
   "Not yours" with the composer disabled, loaded or reached by changing the address.
 
 Positions are read from bounding boxes. Slow cases are slow by construction (the model's
-`chunk_delay`), never by sleeping.
+`chunk_delay`), never by sleeping: a reply streams a line at a time for longer than any check
+made while it streams, and once those checks are done the test lets it finish at once.
 """
 
 from __future__ import annotations
@@ -34,11 +35,14 @@ from tests.support.model_servers import FakeModel
 LONG_REPLY = "\n\n".join(
     f"Paragraph {n} of a long answer, with a few more words." for n in range(24)
 )
-# A streamed reply: this many words, one chunk each, CHUNK_SECONDS apart (several seconds).
-STREAM_WORDS = 40
-CHUNK_SECONDS = 0.15
-# Slow enough that a stop always lands mid-reply: the whole reply would take a minute.
-SLOW_CHUNK_SECONDS = 1.0
+# A streamed reply: this many lines, one chunk each, LINE_SECONDS apart (18 s), unless the test
+# lets it finish sooner (`finish_stream`). It never pauses: the server stores a draft at most
+# every 0.1 s and the page is told of the stored ones, so a stream held still could leave the
+# page a draft behind for good, where a stream that goes on brings the next one.
+STREAM_LINES = 120
+LINE_SECONDS = 0.15
+# Long enough that a stop always lands mid-reply: the whole reply would take a minute.
+STOPPED_LINES = 400
 # Rounding of layout boxes (sub-pixel positions).
 SLACK_PX = 1.5
 
@@ -154,11 +158,21 @@ def open_thread(page: Page, thread: int) -> None:
     expect(page.locator("#thread-status")).to_have_text("live")
 
 
-def stream_slowly(model: FakeModel, words: int = STREAM_WORDS, delay: float = CHUNK_SECONDS) -> str:
-    text = "\n\n".join(f"streamed line {n}" for n in range(words))
-    model.content = text
+def stream_slowly(model: FakeModel, lines: int = STREAM_LINES, delay: float = LINE_SECONDS) -> str:
+    """The next reply streams `lines` lines, a line a chunk, `delay` seconds apart; its text."""
+    shown = [f"streamed line {n}" for n in range(lines)]
+    pieces = [f"{line}\n\n" for line in shown[:-1]] + shown[-1:]
+    model.pieces = pieces
+    model.content = "".join(pieces)
     model.chunk_delay = delay
-    return text
+    return model.content
+
+
+def finish_stream(model: FakeModel) -> None:
+    """The reply streaming now sends the rest of its lines at once; the replies after it come
+    whole."""
+    model.chunk_delay = 0.0
+    model.pieces = None
 
 
 # --- 1. scrolling like a chat ----------------------------------------------------------------
@@ -193,6 +207,7 @@ def test_open_send_stream_and_land_keep_last_line_in_view(
     draft = log(page).locator(".message.draft")
     expect(draft).to_contain_text("streamed line 12")
     expect_last_line_shown(page)
+    finish_stream(model)
     expect(log(page).locator('[data-from="assistant"]')).to_have_count(4, timeout=30_000)
     expect(last_item(page)).to_contain_text(text.split("\n\n")[-1])
     expect_last_line_shown(page)
@@ -292,7 +307,7 @@ def test_new_messages_shows_only_for_a_row_that_arrived_below_the_view(
     page = open_console("human", viewport=viewport)
     open_thread(page, thread)
     jump = page.get_by_role("button", name="New messages ↓")
-    stream_slowly(model, words=12, delay=0.05)
+    stream_slowly(model, lines=12, delay=0.05)
     send(page, unique("at the bottom"))
     expect(log(page).locator('[data-from="assistant"]')).to_have_count(3, timeout=30_000)
     expect(page.locator("#run-state")).to_be_hidden()
@@ -332,7 +347,7 @@ def test_esc_stops_this_thread_and_partial_reply_stays_marked_after_reload(
     create_project(page, unique("stop"))
     create_thread(page, unique("thread"))
     thread = thread_id(page)
-    stream_slowly(model, words=120, delay=SLOW_CHUNK_SECONDS)
+    stream_slowly(model, lines=STOPPED_LINES)
     body = unique("write slowly")
     send(page, body)
     expect(log(page).locator(".message.draft .body")).to_contain_text("streamed line 2")
@@ -367,7 +382,7 @@ def test_esc_stops_this_thread_and_partial_reply_stays_marked_after_reload(
     expect_last_line_shown(page)
 
     # The next turn lands after the stopped one, and its partial stays where it was.
-    model.chunk_delay = 0.0
+    finish_stream(model)
     model.content = "answered"
     send(page, unique("next"))
     expect(log(page).locator('[data-from="assistant"] .body')).to_have_text(["answered"])
@@ -505,8 +520,8 @@ def test_axe_new_messages_partial_reply_and_thread_states_have_no_serious_violat
     found = {"new messages": violations(page)}
     jump.click()
 
-    stream_slowly(model, words=120, delay=SLOW_CHUNK_SECONDS)
     expect(log(page).locator('[data-from="assistant"]')).to_have_count(2, timeout=30_000)
+    stream_slowly(model, lines=STOPPED_LINES)
     send(page, unique("write slowly"))
     expect(log(page).locator(".message.draft .body")).to_contain_text("streamed line 1")
     page.get_by_label("Message", exact=True).press("Escape")
