@@ -58,6 +58,7 @@ def test_send_slow_reply_shows_working_clock_and_streamed_draft(
     expect(run).not_to_have_text(first or "", timeout=5_000)  # the clock ticks
     draft = messages(page).locator(".message.draft .body")
     expect(draft).to_contain_text("word0 word1")
+    model.chunk_delay = 0.0  # seen streaming: the rest of the reply comes at once
     expect(messages(page).locator('[data-from="assistant"] .body')).to_have_text(
         " ".join(words), timeout=30_000
     )
