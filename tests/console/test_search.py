@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from playwright.sync_api import Route, expect
+from playwright.sync_api import Locator, Page, Route, expect
 
 from tests.console.api import LiveApi
 from tests.console.pages import assert_not_reloaded, create_project, mark_page, messages, unique
@@ -14,6 +14,14 @@ from tests.support.console_pages import PHONE, OpenConsole
 
 # More turns after the one found than the thread's first page shows (thread.js, 50 messages).
 LATER_TURNS = 55
+
+
+def search_hits(page: Page, kind: str) -> Locator:
+    """The hits of one kind ("Threads", "Messages") in the search results. Scoped to the
+    results: the project's own list, "Your threads", shares the word, and until the results
+    come it is the one shown (and it steps aside as they come)."""
+    results = page.get_by_role("region", name="Search results")
+    return results.get_by_role("list", name=kind, exact=True).get_by_role("button")
 
 
 def test_search_hit_in_another_project_opens_its_thread_at_the_message(
@@ -80,7 +88,7 @@ def test_search_lists_matching_threads_of_every_project_and_says_when_none_match
 
     box = page.get_by_label("Search all projects")
     box.fill(word)
-    hit = page.get_by_role("list", name="Threads").get_by_role("button")
+    hit = search_hits(page, "Threads")
     expect(hit).to_have_count(1)
     expect(hit.locator("mark")).to_have_text(word)
     expect(hit.locator(".hit-project")).to_have_text(far)
@@ -89,7 +97,7 @@ def test_search_lists_matching_threads_of_every_project_and_says_when_none_match
 
     box.fill(unique("nowhere"))
     expect(page.locator("#search-state")).to_have_text("No thread matches.")
-    expect(page.get_by_role("list", name="Threads")).to_be_hidden()
+    expect(search_hits(page, "Threads")).to_have_count(0)
 
 
 def test_search_hit_on_a_phone_shows_the_conversation_at_the_message(
@@ -133,8 +141,10 @@ def test_typing_in_the_search_box_while_a_thread_loads_keeps_the_focus_there(
 
     box = page.get_by_label("Search all projects")
     box.fill(word)
+    hit = search_hits(page, "Threads")
+    expect(hit).to_have_count(1)
     with page.expect_request(lambda request: "/messages" in request.url):
-        page.get_by_role("list", name="Threads").get_by_role("button").click()
+        hit.click()
     expect(page.get_by_role("heading", name=thread)).to_be_visible()
     box.fill(unique("nowhere"))
     for route in held:
