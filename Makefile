@@ -77,10 +77,11 @@ suite-envs:
 	$(MAKE) --no-print-directory --jobs=3 --output-sync=target $(SUITE_STAMPS)
 
 # The suite on TEST_WORKERS processes (pytest-xdist; tests/support/workers.py keeps them apart):
-# `make suite TEST_WORKERS=0` runs it in one.
+# `make suite TEST_WORKERS=0` runs it in one; SUITE_ARGS adds pytest's own arguments.
 TEST_WORKERS ?= 2
+SUITE_ARGS ?=
 suite: suite-envs
-	$(PY) -m pytest -n $(TEST_WORKERS)
+	$(PY) -m pytest -n $(TEST_WORKERS) $(SUITE_ARGS)
 
 # The end-to-end reply cases on a real model (docs/testing.md): llama-cpp-python's
 # server running SmolLM2-135M-Instruct. Too slow for CI; the suite leaves them out (`model`).
