@@ -94,10 +94,13 @@ def test_models_are_the_business_instances_by_name(client: ListenerClient) -> No
     [None, f"Bearer {KEY}x", f"Basic {KEY}", KEY, "Bearer"],
     ids=["none", "wrong", "basic", "no-scheme", "empty"],
 )
+@pytest.mark.usefixtures("no_wait")
 def test_a_missing_or_wrong_key_is_401_in_openais_shape_and_calls_nothing(
     client: ListenerClient, broker_calls: list[str], authorization: str | None
 ) -> None:
-    """No key, no tester: 401 `invalid_api_key` with its scheme, the broker never called."""
+    """No key, no tester: 401 `invalid_api_key` with its scheme, the broker never called. A
+    completion let past the key is not left waiting on a reply (`no_wait`): it fails here at
+    once, not after the endpoint's two minutes."""
     answer = ask(client, HELLO, headers={"Authorization": authorization})  # type: ignore[dict-item]
     assert answer.status_code == 401
     assert openai_error(answer)["code"] == "invalid_api_key"
