@@ -12,7 +12,7 @@ from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 from tests.console.api import LiveApi
 from tests.console.assistant import MODEL_NAME, assistant_settings
-from tests.console.browser import LAUNCH_ARGS, require_chromium
+from tests.console.browser import LAUNCH_ARGS, require_browser
 from tests.console.server import HUMAN_USERNAME, PASSWORD, LiveServer, serving
 from tests.support.console_pages import (
     CSP_VIOLATION,
@@ -27,7 +27,7 @@ from tests.support.model_servers import FakeModel, serve_fake_model
 
 @pytest.fixture(scope="session")
 def chromium() -> str:
-    return require_chromium()
+    return require_browser()
 
 
 @pytest.fixture(scope="package")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, expect, sync_playwright
 
-from tests.console.browser import LAUNCH_ARGS, require_chromium
+from tests.console.browser import LAUNCH_ARGS, require_browser
 from tests.support.console_pages import TIMEOUT_MS
 from tests.support.served import Served
 from tests.support.suite_runs import run_testassistant, write_suite
@@ -19,7 +19,7 @@ from tests.tester.test_suite_steps_live import BOOKED, STEP
 
 @pytest.fixture
 def browser() -> Iterator[Browser]:
-    chromium = require_chromium()
+    chromium = require_browser()
     expect.set_options(timeout=TIMEOUT_MS)
     with sync_playwright() as playwright:
         launched = playwright.chromium.launch(executable_path=chromium, args=LAUNCH_ARGS)
