@@ -29,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 DETECTED = {"killed", "timeout"}
 COPY_IGNORE = shutil.ignore_patterns(
-    ".venv",
+    ".venv*",  # the dev set and the peers' (LiteLLM, promptfoo): the run uses none of them
     ".git",
     "__pycache__",
     "*.sqlite3*",
