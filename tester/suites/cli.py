@@ -512,3 +512,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     arguments = sys.argv[1:] if argv is None else list(argv)
     options = parser().parse_args(arguments)
     sys.exit(run(options, out=sys.stdout, err=sys.stderr, url=default_url(), argv=arguments))
+
+
+if __name__ == "__main__":
+    main()

@@ -95,6 +95,14 @@ def test_install_brings_no_django(client_venv: Path, outside: Path) -> None:
     assert (found.returncode, found.stdout.strip()) == (0, "True"), found.stderr
 
 
+@pytest.mark.parametrize("module", ["mosaic_test", "mosaic_test.cli"])
+def test_python_dash_m_runs_the_command(client_venv: Path, outside: Path, module: str) -> None:
+    """`python -m mosaic_test` and `python -m mosaic_test.cli` are the `mosaic-test` command."""
+    ran = run(client_venv, "python", "-m", module, "--help", cwd=outside, url="http://127.0.0.1:1")
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.startswith("usage: "), ran.stdout
+
+
 def test_mosaic_test_runs_the_example_suites(
     client_venv: Path, outside: Path, live: Served
 ) -> None:
