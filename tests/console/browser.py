@@ -13,9 +13,14 @@ always for the screenshots.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import Browser, expect, sync_playwright
+
+from tests.support.console_pages import TIMEOUT_MS
 
 CHROMIUM = Path("/usr/bin/chromium")
 HEADLESS_SHELL = Path("/usr/bin/chromium-headless-shell")
@@ -49,3 +54,16 @@ def require_chromium() -> str:
     if os.environ.get(REQUIRE_VARIABLE) == "1":
         pytest.fail(f"{reason}; {REQUIRE_VARIABLE}=1 makes its absence a failure")
     pytest.skip(reason)
+
+
+@contextmanager
+def launched(executable: str) -> Iterator[Browser]:
+    """The browser at `executable` (`require_browser`, `require_chromium`), driven by
+    Playwright with the suite's launch arguments, its expectations waiting `TIMEOUT_MS`."""
+    expect.set_options(timeout=TIMEOUT_MS)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=executable, args=LAUNCH_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()

@@ -8,11 +8,11 @@ from collections.abc import Iterator
 from dataclasses import fields
 
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page
 
 from tests.console.api import LiveApi
 from tests.console.assistant import MODEL_NAME, assistant_settings
-from tests.console.browser import LAUNCH_ARGS, require_browser
+from tests.console.browser import launched, require_browser
 from tests.console.server import HUMAN_USERNAME, PASSWORD, LiveServer, serving
 from tests.support.console_pages import (
     CSP_VIOLATION,
@@ -65,11 +65,8 @@ def console_server(
 
 @pytest.fixture(scope="package")
 def browser(chromium: str) -> Iterator[Browser]:
-    expect.set_options(timeout=TIMEOUT_MS)
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=chromium, args=LAUNCH_ARGS)
-        yield launched
-        launched.close()
+    with launched(chromium) as started:
+        yield started
 
 
 @pytest.fixture

@@ -11,11 +11,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, expect
 
 from tests.console.api import LiveApi
 from tests.console.assistant import MODEL_NAME, assistant_settings
-from tests.console.browser import LAUNCH_ARGS, require_chromium
+from tests.console.browser import launched, require_chromium
 from tests.console.pages import create_project, create_thread, send, sign_in_admin
 from tests.console.server import PASSWORD, ROOT, LiveServer, serving
 from tests.console.suite_runs import store_compared, store_history
@@ -264,13 +264,11 @@ def main(folder: Path) -> None:
         serve_fake_model(FakeModel(models=[MODEL_NAME])) as model,
         tempfile.TemporaryDirectory() as scratch,
         serving(Path(scratch), "screens", settings=assistant_settings(model.url)) as server,
-        sync_playwright() as playwright,
+        launched(chromium) as browser,
     ):
-        browser = playwright.chromium.launch(executable_path=chromium, args=LAUNCH_ARGS)
         shooter = Shooter(browser, server, model, folder)
         for size in SIZES:
             shooter.views(size)
-        browser.close()
 
 
 if __name__ == "__main__":

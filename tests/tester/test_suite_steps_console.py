@@ -8,10 +8,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, expect, sync_playwright
+from playwright.sync_api import Browser, expect
 
-from tests.console.browser import LAUNCH_ARGS, require_browser
-from tests.support.console_pages import TIMEOUT_MS
+from tests.console.browser import launched, require_browser
 from tests.support.served import Served
 from tests.support.suite_runs import run_testassistant, write_suite
 from tests.tester.test_suite_steps_live import BOOKED, STEP
@@ -19,12 +18,8 @@ from tests.tester.test_suite_steps_live import BOOKED, STEP
 
 @pytest.fixture
 def browser() -> Iterator[Browser]:
-    chromium = require_browser()
-    expect.set_options(timeout=TIMEOUT_MS)
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=chromium, args=LAUNCH_ARGS)
-        yield launched
-        launched.close()
+    with launched(require_browser()) as started:
+        yield started
 
 
 def test_test_run_shows_a_cases_steps_when_opened(
