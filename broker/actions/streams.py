@@ -14,6 +14,7 @@ from contextvars import ContextVar
 from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
+from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.utils import CursorWrapper
 from django.db.models import QuerySet
 
@@ -185,10 +186,13 @@ def do_record_message(
     record: ReplyRecord | None = None,
     via: Via | None = None,
     version_of_id: int | None = None,
+    last_write: bool = False,
 ) -> Message:
     """Store a message from the actor, its trail row, and nudge the thread after commit.
     `via` is the channel a human's or tester's message came through (None for the others);
-    `version_of_id`, on an owner's turn, the first version of the turn it versions (R24).
+    `version_of_id`, on an owner's turn, the first version of the turn it versions (R24);
+    `last_write`: the transaction writes nothing after it (`do_store_message`), which a
+    RESULT, moving its turn afterwards, never is.
 
     The one place a thread's last activity moves (`Thread.active_at`, the inbox's order): to
     the message's time, in the same transaction, under the business's stream lock.
@@ -231,7 +235,9 @@ def do_record_message(
         kind=TrailKind.MESSAGE,
         via=via,
     )
-    do_store_message(message, trail)
+    if last_write and message_class == MessageClass.RESULT:
+        raise ValueError("A RESULT moves its turn after it is stored: never the last write.")
+    do_store_message(message, trail, last_write=last_write)
     if message_class == MessageClass.REQUEST:
         # Known without a read: a new turn has no progress yet.
         Message.progress.related.set_cached_value(message, None)
@@ -254,11 +260,22 @@ def do_record_message(
 
 
 def do_store_message(
-    message: Message, trail: TrailRow, *, one_statement: bool | None = None
+    message: Message,
+    trail: TrailRow,
+    *,
+    one_statement: bool | None = None,
+    last_write: bool = False,
 ) -> None:
     """Insert `message` and its trail row, and move its thread's `active_at` to the message's
     time: on PostgreSQL in one statement, one round trip where three were; elsewhere in three
     (`one_statement` chooses, for the test that holds the two ways to the same rows).
+
+    `last_write`: the transaction writes nothing after these rows. When the one statement is
+    also the whole transaction's last (`_commits_alone`), its COMMIT rides in the same round
+    trip, so the business's stream lock is let go a round trip sooner; Django's commit at the
+    block's end then finds nothing to do. The stream lock is marked as let go, so a trail row
+    stored afterwards, against the caller's word, raises (`_trail_row`) instead of committing
+    out of id order.
 
     The rows are the ORM's (`broker.inserts`). In the one statement each step reads what the
     one before it returned: the trail row names the message's id, and the thread's update
@@ -272,6 +289,7 @@ def do_store_message(
     active_at = Thread._meta.get_field("active_at").get_db_prep_save(message.created_at, db)
     if one_statement is None:
         one_statement = db.vendor == "postgresql"
+    commit = one_statement and last_write and _commits_alone(db)
     with db.cursor() as cursor:
         if one_statement:
             statement = (
@@ -283,8 +301,14 @@ def do_store_message(
                 "WHERE id = (SELECT thread_id FROM m)) "
                 "SELECT m.id, t.id FROM m, t"
             )
+            if commit:
+                # Simple query protocol (psycopg's client-side binding): two statements, one
+                # round trip; the first's result is the one fetched.
+                statement += "; COMMIT"
             cursor.execute(statement, [*inserted.values, *row.values, active_at])
             message_id, trail_id = cursor.fetchone()
+            if commit:
+                _streams_locked.set(None)
         else:
             message_id = _inserted_id(cursor, inserted)
             trail_id = _inserted_id(cursor, row.with_column("message_id", message_id))
@@ -296,6 +320,12 @@ def do_store_message(
     mark_saved(message, message_id)
     trail.message = message
     mark_saved(trail, trail_id)
+
+
+def _commits_alone(db: BaseDatabaseWrapper) -> bool:
+    """Whether COMMIT may ride on the next statement: the transaction is one atomic block,
+    nested in none (a test's own transaction, or an outer block, commits elsewhere)."""
+    return len(db.atomic_blocks) == 1
 
 
 def _inserted_id(cursor: CursorWrapper, insert: Insert) -> int:

@@ -142,14 +142,21 @@ def send_to_thread(actor: Actor, *, thread_id: int, body: object, via: Via = Via
     """
     text = fields.clean_body(body)
     with appending_to_thread(actor, thread_id=thread_id) as thread:
-        return do_send_turn(actor, thread, body=text, via=via)
+        return do_send_turn(actor, thread, body=text, via=via, last_write=True)
 
 
 def do_send_turn(
-    actor: Actor, thread: Thread, *, body: str, via: Via, version_of_id: int | None = None
+    actor: Actor,
+    thread: Thread,
+    *,
+    body: str,
+    via: Via,
+    version_of_id: int | None = None,
+    last_write: bool = False,
 ) -> SentTurn:
     """The actor's turn in its thread, as `thread.send` stores it (R6, R7, R8–R11 checked
-    here); `version_of_id`: the first version of the turn this one is a new version of (R24).
+    here); `version_of_id`: the first version of the turn this one is a new version of (R24);
+    `last_write`: the transaction writes nothing after the turn (`do_store_message`).
 
     Precondition: inside `appending`, the thread the actor's (R1), read and locked with its
     instance's role and `holder` (`appending_to_thread`), or made in this transaction with
@@ -182,6 +189,7 @@ def do_send_turn(
         holder=getattr(thread, "holder", "") or "",
         via=via,
         version_of_id=version_of_id,
+        last_write=last_write,
     )
     return SentTurn(message=message, request=request.pk if request else None)
 
