@@ -66,9 +66,8 @@ MOSAIC_SIGN_IN_ADDRESS_LIMIT = env.int("MOSAIC_SIGN_IN_ADDRESS_LIMIT", default=5
 MOSAIC_SIGN_IN_WINDOW_SECONDS = env.int("MOSAIC_SIGN_IN_WINDOW_SECONDS", default=900)
 MOSAIC_NAME_MAX = env.int("MOSAIC_NAME_MAX", default=200)
 MOSAIC_BODY_MAX = env.int("MOSAIC_BODY_MAX", default=32_000)
-# HTTP requests run on this many long-lived worker threads per listener process; a request that
-# finds all busy waits at most MOSAIC_HTTP_QUEUE_SECONDS, then is answered 503 `unavailable`.
-MOSAIC_HTTP_WORKERS = env.int("MOSAIC_HTTP_WORKERS", default=2)
+# A request that finds every HTTP worker (MOSAIC_HTTP_WORKERS, below DATABASES) busy waits at
+# most this long, then is answered 503 `unavailable`.
 MOSAIC_HTTP_QUEUE_SECONDS = env.float("MOSAIC_HTTP_QUEUE_SECONDS", default=1.0)
 # PostgreSQL: the connection pool of each process (workers, sockets' reads, runs).
 MOSAIC_DB_POOL_SIZE = env.int("MOSAIC_DB_POOL_SIZE", default=10)
@@ -307,6 +306,15 @@ elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
         # server is back instead of after the last, longest delay.
         "reconnect_timeout": 5.0,
     }
+
+# HTTP requests run on this many long-lived worker threads per listener process. A request is
+# mostly Python, which runs one thread at a time: two on SQLite, in the process. On PostgreSQL a
+# request also waits on a server across a socket, and two workers took turns through the round
+# trips under a business's stream lock; four kept it busy (docs/decisions/speed-and-load.md).
+MOSAIC_HTTP_WORKERS = env.int(
+    "MOSAIC_HTTP_WORKERS",
+    default=4 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" else 2,
+)
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

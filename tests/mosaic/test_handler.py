@@ -8,8 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,6 +33,7 @@ from tests.support.listeners import HUMAN, RawAnswer, call, http_scope, write_he
 from tests.support.waits import wait_for_async
 
 ORIGIN = "http://127.0.0.1:7332"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def headers_for(method: str, cookies: str) -> list[tuple[bytes, bytes]]:
@@ -313,3 +318,31 @@ def test_pool_logs_an_overload_once_when_it_begins_and_once_when_it_ends(
         "overload began: refusing",
         "overload ended",
     ]
+
+
+@pytest.mark.parametrize(
+    ("database_url", "workers"),
+    [("sqlite:///unused.sqlite3", "2"), ("postgres://nobody@127.0.0.1:1/unused", "4")],
+)
+def test_the_default_number_of_workers_follows_the_database(
+    database_url: str, workers: str
+) -> None:
+    """Two on SQLite; four on PostgreSQL, whose round trips a worker waits through
+    (docs/decisions/speed-and-load.md). Read from the settings alone: nothing connects."""
+    environment = {
+        name: value for name, value in os.environ.items() if name != "MOSAIC_HTTP_WORKERS"
+    }
+    environment |= {"DATABASE_URL": database_url, "DJANGO_SETTINGS_MODULE": "mosaic.settings"}
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from django.conf import settings; print(settings.MOSAIC_HTTP_WORKERS)",
+        ],
+        cwd=ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (done.returncode, done.stdout.strip()) == (0, workers), done.stderr
