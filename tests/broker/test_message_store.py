@@ -155,7 +155,8 @@ def test_a_refused_last_write_commits_nothing(tester: Actor) -> None:
 @pytest.mark.django_db(transaction=True)
 def test_a_trail_row_after_a_last_write_is_refused(tester: Actor) -> None:
     """Past the COMMIT the stream lock is gone: a row stored then could commit out of id
-    order, so it raises rather than be stored."""
+    order, and a reader resuming after the last id it saw (SPEC §6) would skip it for good, so
+    it raises rather than be stored."""
     thread = factories.thread(tester, factories.project(tester), "t")
     with streams.appending_to_thread(tester, thread_id=thread.pk) as locked:
         streams.do_record_message(
